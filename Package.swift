@@ -1,0 +1,137 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode (complete concurrency checking) plus the
+/// upcoming features that keep module boundaries honest. Warnings are errors.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatAllWarnings(as: .error),
+]
+
+let log = Target.Dependency.product(name: "Logging", package: "swift-log")
+let lifecycle = Target.Dependency.product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let metrics = Target.Dependency.product(name: "Metrics", package: "swift-metrics")
+
+let package = Package(
+    name: "swift-net-resilience",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "NetResilience", targets: ["NetResilience"]),
+        .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
+        .library(name: "SIPPlugin", targets: ["SIPPlugin"]),
+        .executable(name: "netres", targets: ["ResilienceCLI"]),
+        .executable(name: "netres-bench", targets: ["NetresBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+    ],
+    targets: [
+        // The C door to libnl-3. Only NetlinkMonitor imports it.
+        .systemLibrary(
+            name: "CNetlink",
+            pkgConfig: "libnl-route-3.0",
+            providers: [.apt(["libnl-3-dev", "libnl-route-3-dev"])]
+        ),
+        // Vocabulary: network facts, path, transitions, app state, services, actions, plugin API.
+        .target(name: "ResilienceCore", dependencies: [log, lifecycle], swiftSettings: strictSettings),
+        // The pure rules engine and the built-in default policy.
+        .target(name: "ResilienceRules", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
+        // Policy files (YAML) with located errors.
+        .target(
+            name: "ResiliencePolicyFile",
+            dependencies: ["ResilienceCore", "ResilienceRules", .product(name: "Yams", package: "Yams")],
+            resources: [.copy("default-policy.yaml")],
+            swiftSettings: strictSettings
+        ),
+        // Executor, keep-alive scheduler and the ResilienceManager facade.
+        .target(
+            name: "ResilienceRuntime",
+            dependencies: ["ResilienceCore", "ResilienceRules", log, metrics, lifecycle],
+            swiftSettings: strictSettings
+        ),
+        // The only importer of CNetlink.
+        .target(
+            name: "NetlinkMonitor", dependencies: ["CNetlink", "ResilienceCore", log], swiftSettings: strictSettings),
+        // Fakes for users' own tests: scripted network, recording plugin, manual clock.
+        .target(
+            name: "ResilienceTesting",
+            dependencies: ["ResilienceCore", "ResilienceRuntime", log],
+            swiftSettings: strictSettings
+        ),
+        // Umbrella a client stack imports.
+        .target(
+            name: "NetResilience",
+            dependencies: ["ResilienceCore", "ResilienceRules", "ResilienceRuntime", "NetlinkMonitor"],
+            swiftSettings: strictSettings
+        ),
+        // Protocol plugins: ordinary targets under Plugins/, not SwiftPM build-tool plugins.
+        .target(
+            name: "SIPPlugin",
+            dependencies: [
+                "ResilienceCore", log,
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Plugins/SIPPlugin",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "ResilienceCLI",
+            dependencies: [
+                "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
+                log, lifecycle,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "NetresBench",
+            dependencies: [
+                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "NetlinkMonitor", "CNetlink", log,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Benchmarks/NetresBench",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "ResilienceRulesTests",
+            dependencies: ["ResilienceCore", "ResilienceRules", "ResiliencePolicyFile"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ResilienceRuntimeTests",
+            dependencies: ["ResilienceCore", "ResilienceRules", "ResilienceRuntime", "ResilienceTesting", log],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NetlinkMonitorTests",
+            dependencies: ["NetlinkMonitor", "ResilienceCore", log],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "FaultInjectionTests",
+            dependencies: ["NetlinkMonitor", "ResilienceCore", log],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ResilienceCLITests",
+            dependencies: ["ResilienceCore"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "SIPPluginTests",
+            dependencies: ["SIPPlugin", "ResilienceCore", log],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

@@ -1,0 +1,79 @@
+/// An open set of action names. Core defines the ones the default policy uses; a plugin may add
+/// its own (`static let myThing: Self = "vendor.my-thing"`) without editing Core.
+public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Comparable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public var description: String { rawValue }
+    public static func < (lhs: ActionKind, rhs: ActionKind) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// REGISTER with the current Contact (new binding).
+    public static let register: Self = "register"
+    /// Re-REGISTER before expiry with the same Contact.
+    public static let refreshRegistration: Self = "refresh-registration"
+    /// Remove the binding of a Contact that is no longer valid (old address).
+    public static let unregisterOldContact: Self = "unregister-old-contact"
+    /// Remove the registration (shutdown).
+    public static let unregister: Self = "unregister"
+    public static let subscribe: Self = "subscribe"
+    public static let refreshSubscription: Self = "refresh-subscription"
+    public static let unsubscribe: Self = "unsubscribe"
+    public static let publishPresence: Self = "publish-presence"
+    /// Hold an active call by re-INVITE (sendonly / inactive).
+    public static let holdCall: Self = "hold-call"
+    /// Resume a held call by re-INVITE.
+    public static let resumeCall: Self = "resume-call"
+    /// Re-INVITE a call with the current address, media direction unchanged.
+    public static let reinviteCall: Self = "reinvite-call"
+    /// Finish pending HTTP requests, then close; refuse new ones.
+    public static let drainHTTP: Self = "drain-http"
+    public static let openHTTP: Self = "open-http"
+    /// Close transports bound to an address that vanished.
+    public static let closeStaleTransports: Self = "close-stale-transports"
+    /// Send a keep-alive (e.g. RFC 5626 CRLF ping) on the flow.
+    public static let keepAlive: Self = "keep-alive"
+    public static let runHook: Self = "run-hook"
+
+    /// The actions the default policy knows, in a stable order.
+    public static let builtIn: [ActionKind] = [
+        .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,
+        .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall, .drainHTTP, .openHTTP,
+        .closeStaleTransports, .keepAlive, .runHook,
+    ]
+}
+
+/// One action the rules engine decided, for one service.
+///
+/// Invariant: `after` names services whose actions in the same decision batch must finish before
+/// this one starts (registration before the same account's subscriptions, calls and publishes;
+/// teardown before unregister on shutdown).
+public struct PlannedAction: Hashable, Sendable {
+    public var kind: ActionKind
+    public var service: ServiceID
+    public var trigger: Trigger
+    /// Services whose actions in this batch go first.
+    public var after: Set<ServiceID>
+    /// The policy rule or table row that produced this action (for `policy explain` and logs).
+    public var source: String
+
+    public init(kind: ActionKind, service: ServiceID, trigger: Trigger, after: Set<ServiceID> = [], source: String) {
+        self.kind = kind
+        self.service = service
+        self.trigger = trigger
+        self.after = after
+        self.source = source
+    }
+}
+
+/// Counts network losses. Every trigger carries the epoch current when it was decided; a new
+/// loss starts a new epoch and cancels running actions of older ones.
+public struct NetworkEpoch: RawRepresentable, Hashable, Sendable, Comparable, CustomStringConvertible {
+    public var rawValue: UInt64
+    public init(rawValue: UInt64) { self.rawValue = rawValue }
+    public static let initial = NetworkEpoch(rawValue: 0)
+    public var next: NetworkEpoch { NetworkEpoch(rawValue: rawValue + 1) }
+    public static func < (lhs: NetworkEpoch, rhs: NetworkEpoch) -> Bool { lhs.rawValue < rhs.rawValue }
+    public var description: String { String(rawValue) }
+}

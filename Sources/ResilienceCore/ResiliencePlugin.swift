@@ -1,0 +1,83 @@
+public import Logging
+public import ServiceLifecycle
+
+/// A protocol-specific way to carry out actions (SIP re-registration, HTTP drain, call hold).
+///
+/// The rules engine decides *what* to do; a plugin only knows *how*. Invariants:
+/// - A plugin performs one action at a time per service; the executor never overlaps two actions
+///   of the same service.
+/// - A plugin never reads the clock or netlink: the deadline, network snapshot and epoch arrive in
+///   ``PluginContext``. It checks `Task.isCancelled` (or uses cancellable awaits): the executor
+///   cancels actions of an older epoch when the network is lost again.
+/// - A plugin does not retry: it throws ``PluginError`` and the executor owns retries, backoff,
+///   ordering and timeouts.
+/// - `run()` holds the plugin's background work (timers, sockets) and returns on graceful shutdown.
+public protocol ResiliencePlugin: Service {
+    /// Stable dotted identifier used in logs and metrics, e.g. `"sip"`.
+    var id: String { get }
+
+    /// Actions this plugin performs; the manager routes each planned action to the plugin that
+    /// supports its kind for that service.
+    var supportedActions: Set<ActionKind> { get }
+
+    /// Whether this plugin handles the given service (e.g. the SIP plugin handles its accounts).
+    func handles(_ service: ServiceID) -> Bool
+
+    /// Performs one planned action and returns when it is complete.
+    /// - Throws: ``PluginError`` for expected failures; `CancellationError` when cancelled.
+    func perform(_ action: PlannedAction, context: PluginContext) async throws
+}
+
+extension ResiliencePlugin {
+    /// Plugins without background work wait for shutdown.
+    public func run() async throws { try await gracefulShutdown() }
+}
+
+/// What the executor lends a plugin for one action.
+public struct PluginContext: Sendable {
+    /// Carries `action.kind`, `service.id`, `trigger`, `epoch` as metadata.
+    public var logger: Logger
+    /// The action must be finished by then; the executor cancels it afterwards.
+    public var deadline: ContinuousClock.Instant
+    /// The network after the trigger.
+    public var network: NetworkSnapshot
+    public var path: NetworkPath
+    public var epoch: NetworkEpoch
+    /// Which attempt this is (1 for the first try).
+    public var attempt: Int
+
+    public init(
+        logger: Logger,
+        deadline: ContinuousClock.Instant,
+        network: NetworkSnapshot,
+        path: NetworkPath,
+        epoch: NetworkEpoch,
+        attempt: Int = 1
+    ) {
+        self.logger = logger
+        self.deadline = deadline
+        self.network = network
+        self.path = path
+        self.epoch = epoch
+        self.attempt = attempt
+    }
+}
+
+/// An expected failure of a plugin action.
+public struct PluginError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+    /// False for failures retrying cannot fix (wrong password, 403, 404): reported once.
+    public var isRetryable: Bool
+    /// A server's `Retry-After`; wins over the executor's backoff.
+    public var retryAfter: Duration?
+
+    public init(_ message: String, isRetryable: Bool = true, retryAfter: Duration? = nil) {
+        self.message = message
+        self.isRetryable = isRetryable
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String { message }
+
+    public static func permanent(_ message: String) -> PluginError { PluginError(message, isRetryable: false) }
+}

@@ -1,0 +1,64 @@
+/// What the rules engine reacts to.
+public enum Trigger: Hashable, Sendable {
+    case network(NetworkTrigger)
+    case app(AppEvent)
+    /// A call's state changed (the service carries the new state).
+    case callStateChanged(ServiceID)
+    /// The keep-alive scheduler's coalesced wake-up; the listed services are due for refresh.
+    case keepAliveDue([ServiceID])
+    case pushTokenChanged
+    /// Graceful shutdown: tear down in order.
+    case shutdown
+
+    /// The policy-file name of the trigger, e.g. `network.lost`, `app.entered-background`.
+    public var name: String {
+        switch self {
+        case .network(let n): "network.\(n.name)"
+        case .app(let e): "app.\(e.policyName)"
+        case .callStateChanged: "call.state-changed"
+        case .keepAliveDue: "keep-alive.due"
+        case .pushTokenChanged: "push.token-changed"
+        case .shutdown: "shutdown"
+        }
+    }
+}
+
+/// The network side of a trigger, from a ``PathTransition``.
+public enum NetworkTrigger: Hashable, Sendable {
+    case lost(LossReason)
+    case restored
+    case changed(PathChange)
+
+    public var name: String {
+        switch self {
+        case .lost: "lost"
+        case .restored: "restored"
+        case .changed(let c): "changed.\(c.rawValue)"
+        }
+    }
+
+    /// The trigger for a transition; nil for `.initial`, which is never a change.
+    public init?(_ transition: PathTransition) {
+        switch transition.kind {
+        case .initial: return nil
+        case .lost(let r): self = .lost(r)
+        case .restored: self = .restored
+        case .changed(let c): self = .changed(c)
+        }
+    }
+}
+
+extension AppEvent {
+    /// Kebab-case name used in policy files: `entered-background`, `interruption-ended`.
+    public var policyName: String {
+        var out = ""
+        for ch in rawValue {
+            if ch.isUppercase {
+                out += "-" + ch.lowercased()
+            } else {
+                out.append(ch)
+            }
+        }
+        return out
+    }
+}
