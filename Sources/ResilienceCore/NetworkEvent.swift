@@ -22,7 +22,7 @@ public struct NetworkEvent: Hashable, Sendable {
     public var kind: Kind
     /// True when the event was derived from a re-dump rather than read from the kernel.
     public var synthesized: Bool
-    /// When the source read it (`ContinuousClock`, which is CLOCK_MONOTONIC on Linux).
+    /// When the source read it (`ContinuousClock`: CLOCK_BOOTTIME on Linux, so it counts suspends).
     public var at: ContinuousClock.Instant
 
     public init(seq: UInt64, kind: Kind, synthesized: Bool = false, at: ContinuousClock.Instant) {

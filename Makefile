@@ -1,0 +1,34 @@
+# The two commands a new machine needs (see README.md):
+#   make run    install libnl, build, and watch the network (`netres watch`)
+#   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build, test
+SWIFT ?= swift
+FORMAT_PATHS = Package.swift Sources Plugins Tests Benchmarks
+
+.PHONY: run test deps-run deps-test build lint bench clean
+
+run: deps-run
+	$(SWIFT) build -c release --product netres
+	.build/release/netres watch $(ARGS)
+
+test: deps-test lint
+	$(SWIFT) build --build-tests
+	$(SWIFT) test
+
+deps-run:
+	scripts/install-deps.sh run
+
+deps-test:
+	scripts/install-deps.sh test
+
+build: deps-run
+	$(SWIFT) build
+
+lint:
+	$(SWIFT) format lint --strict --recursive --parallel $(FORMAT_PATHS)
+
+bench: deps-test
+	$(SWIFT) build -c release --product netres-bench --product netres
+	.build/release/netres-bench $(ARGS)
+
+clean:
+	rm -rf .build

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian packages NetResilience needs, refreshing the package lists first.
+#   scripts/install-deps.sh run    what `netres watch` needs (libnl-3, pkg-config)
+#   scripts/install-deps.sh test   plus what the test suites drive for real: iproute2 (namespaces,
+#                                  veth, ifb, netem), Kamailio with presence modules, sipp, tcpdump
+# Packages already installed are left alone; nothing is fetched when everything is present.
+set -euo pipefail
+
+run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
+test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps)
+
+case "${1:-test}" in
+    run) wanted=("${run_packages[@]}") ;;
+    test) wanted=("${run_packages[@]}" "${test_packages[@]}") ;;
+    *) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${wanted[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null || { echo "install-deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+    sudo=(sudo)
+fi
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq
+# The Kamailio package would start a system-wide server; tests start their own.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+    echo exit 101 | "${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+    "${sudo[@]}" chmod +x /usr/sbin/policy-rc.d
+    trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+fi
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
