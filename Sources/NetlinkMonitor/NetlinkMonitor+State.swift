@@ -19,6 +19,7 @@ extension NetlinkMonitor {
         var threadExited = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
         var grantedBuffer: Int?
+        var readerThreadID: Int32?
 
         /// Requests from callers to the reader thread, taken on each wake-up.
         struct Commands: Sendable {
@@ -52,6 +53,7 @@ extension NetlinkMonitor {
             state.phase = .running
             state.snapshot = snapshot
             state.grantedBuffer = grantedBuffer
+            state.readerThreadID = ReaderThread.currentID()
             state.broadcast(state.tracker.update(snapshot, at: now).transitions)
             defer { state.startContinuation = nil }
             return (state.startContinuation, state.tracker.deadline)

@@ -23,6 +23,10 @@ extension NetlinkMonitor {
         }
     }
 
+    /// Testing hook: the reader thread's kernel thread id (`/proc/self/task/<id>`), once started,
+    /// so tests can count its wake-ups.
+    public var _readerThreadID: Int32? { state.withLock { $0.readerThreadID } }
+
     /// Testing hook: read again (an overrun is detected and resynced on the first read).
     public func _resumeReading() {
         state.withLock { $0.commands.paused = false }

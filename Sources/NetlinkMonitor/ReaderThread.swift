@@ -8,9 +8,19 @@ enum ReaderThread {
         init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
 
-    /// Starts a detached thread running `body`. Returns false when the thread could not start.
+    /// The name the reader thread carries in `/proc/self/task/*/comm` (at most 15 bytes), so
+    /// its wake-ups can be counted from outside.
+    static let name = "netres-netlink"
+
+    /// Starts a detached thread named ``name`` running `body`. Returns false when the thread
+    /// could not start.
     static func spawn(_ body: @escaping @Sendable () -> Void) -> Bool {
-        let context = Unmanaged.passRetained(Body(body)).toOpaque()
+        let context = Unmanaged.passRetained(
+            Body {
+                nameCurrentThread()
+                body()
+            }
+        ).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
             &thread, nil,
@@ -25,6 +35,27 @@ enum ReaderThread {
         pthread_detach(thread)
         return true
     }
+}
+
+extension ReaderThread {
+    /// The calling thread's kernel id, read from the `/proc/thread-self` link ("PID/task/TID").
+    static func currentID() -> Int32? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = readlink("/proc/thread-self", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        let text = String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return text.split(separator: "/").last.flatMap { Int32($0) }
+    }
+}
+
+/// Names the calling thread through `/proc/thread-self/comm` (pthread_setname_np is hidden
+/// without _GNU_SOURCE). Best effort: a failure only loses the name.
+private func nameCurrentThread() {
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+    guard fd >= 0 else { return }
+    defer { close(fd) }
+    var bytes = Array(ReaderThread.name.utf8)
+    _ = write(fd, &bytes, bytes.count)
 }
 
 /// A self-pipe that wakes the reader out of poll(2) (shutdown, pause, resume, dump requests).

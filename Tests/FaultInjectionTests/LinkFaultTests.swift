@@ -56,6 +56,18 @@ struct LinkFaultTests {
         }
     }
 
+    @Test func aLinkMovedToAnotherNamespaceIsRemoved() async throws {
+        let elsewhere = try NetworkNamespace()
+        try await MonitorHarness.online(holdDown: .seconds(30)) { ns, h in
+            try ns.ip("link set veth0 netns \(elsewhere.name)")
+            try await h.event("veth0 left") { if case .linkRemoved(let l) = $0 { l.name == "veth0" } else { false } }
+            let lost = await h.transitions.first { $0.kind == .lost(.linkRemoved) || $0.kind == .lost(.adminDown) }
+            #expect(lost != nil, "lost at once despite a 30 s hold-down")
+            #expect(h.monitor.snapshot().link(named: "veth0") == nil)
+            try await h.expectCacheMatchesDump()
+        }
+    }
+
     @Test func aRenameKeepsTheIndex() async throws {
         try await MonitorHarness.online { ns, h in
             let old = try #require(h.monitor.snapshot().link(named: "veth0"))

@@ -57,3 +57,28 @@ struct MonitorAPITests {
         }
     }
 }
+
+extension MonitorAPITests {
+    @Test func anIdleReaderDoesNotWakeUp() async throws {
+        let ns = try NetworkNamespace()
+        // No IPv6: link-local addresses and DAD would legitimately wake the reader a second later.
+        try ns.sysctl("net.ipv6.conf.all.disable_ipv6=1")
+        try ns.sysctl("net.ipv6.conf.default.disable_ipv6=1")
+        try ns.addOnlineVeth()
+        try await MonitorHarness.with(ns) { h in
+            #expect(try await h.transition(.initial).path.isSatisfied)
+            #expect(h.monitor.grantedReceiveBufferSize ?? 0 >= 4 << 20, "SO_RCVBUFFORCE as root")
+            let thread = try #require(h.monitor._readerThreadID)
+            // The kernel may still finish link set-up (linkwatch runs up to 1 s late), so look for
+            // one quiet 1 s window among five; any polling timer would make every window noisy.
+            var wakeUps: [Int] = []
+            for _ in 0..<5 {
+                let before = try #require(ReaderThreadStats.contextSwitches(thread: thread))
+                try await Task.sleep(for: .seconds(1))  // a measuring window, not a wait for an event
+                wakeUps.append(try #require(ReaderThreadStats.contextSwitches(thread: thread)) - before)
+                if wakeUps.last == 0 { break }
+            }
+            #expect(wakeUps.last == 0, "reader wake-ups per idle second: \(wakeUps)")
+        }
+    }
+}

@@ -40,11 +40,16 @@ final class NetworkNamespace: Sendable {
     /// IPv6 addresses survive admin-down so tests see only what they cause.
     func addOnlineVeth() throws {
         try ip("link add veth0 type veth peer name veth1")
-        try Self.run(["netns", "exec", name, "sysctl", "-qw", "net.ipv6.conf.all.keep_addr_on_down=1"])
+        try sysctl("net.ipv6.conf.all.keep_addr_on_down=1")
         try ip("addr add 198.18.0.2/24 dev veth0")
         try ip("link set veth1 up")
         try ip("link set veth0 up")
         try ip("route add default via 198.18.0.1 dev veth0")
+    }
+
+    /// Sets a sysctl inside the namespace, e.g. `net.ipv6.conf.all.keep_addr_on_down=1`.
+    func sysctl(_ assignment: String) throws {
+        try Self.run(["netns", "exec", name, "sysctl", "-qw", assignment])
     }
 
     struct CommandFailed: Error, CustomStringConvertible {
