@@ -108,7 +108,8 @@ public final class NetlinkMonitor: NetworkEventSource {
 
     private var derivedEmpty: NetworkPath { NetworkPath.derive(from: .empty, filter: filter) }
 
-    /// Raw events from now on, until shutdown.
+    /// Raw events from now on, until shutdown. Buffered without limit so none is ever dropped:
+    /// a subscriber that stops reading holds memory, so cancel the iteration when done.
     public func events() -> AsyncStream<NetworkEvent> { subscribe(\.eventSubscribers) }
 
     /// Debounced transitions: `.initial` first (once started), then changes, until shutdown.

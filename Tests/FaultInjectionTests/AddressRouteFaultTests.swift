@@ -42,4 +42,14 @@ struct AddressRouteFaultTests {
             try await h.expectCacheMatchesDump()
         }
     }
+
+    @Test func aReplacedGatewayIsADefaultRouteChange() async throws {
+        try await MonitorHarness.online { ns, h in
+            try ns.ip("route replace default via 198.18.0.254 dev veth0")
+            let changed = try await h.transition(.changed(.defaultRoute))
+            #expect(changed.path.defaultRoutes.map(\.gateway) == ["198.18.0.254"])
+            #expect(h.monitor.snapshot().defaultRoutes.count == 1)
+            try await h.expectCacheMatchesDump()
+        }
+    }
 }

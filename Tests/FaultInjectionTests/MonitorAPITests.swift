@@ -16,6 +16,20 @@ struct MonitorAPITests {
         }
     }
 
+    @Test func theFilterDecidesWhichInterfacesCount() async throws {
+        let ns = try NetworkNamespace()
+        try ns.addOnlineVeth()
+        try await MonitorHarness.with(ns, filter: InterfaceFilter(["eth*"])) { h in
+            let initial = try await h.transition(.initial)
+            #expect(initial.path.status == .unsatisfied(.noInterface))
+            #expect(h.monitor.snapshot().link(named: "veth0") != nil, "events and facts cover every link")
+        }
+        try await MonitorHarness.with(ns, filter: InterfaceFilter(["veth[0-9]"])) { h in
+            let initial = try await h.transition(.initial)
+            #expect(initial.path.primaryInterface?.name == "veth0")
+        }
+    }
+
     @Test func waitingForThePathSaysWhyItTimedOutAndReturnsOnceOnline() async throws {
         try await MonitorHarness.online { ns, h in
             #expect(try await h.monitor.waitUntilSatisfied(timeout: .seconds(5)).isSatisfied)
