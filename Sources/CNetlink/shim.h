@@ -13,4 +13,11 @@
 #include <linux/rtnetlink.h>
 #include <linux/if_addr.h>
 
+/// Moves the calling thread into the network namespace open at `fd` (setns(2) with
+/// CLONE_NEWNET). Declared here because glibc hides setns without _GNU_SOURCE.
+static inline int cnetlink_enter_net_namespace(int fd) {
+    extern int setns(int fd, int nstype);
+    return setns(fd, 0x40000000 /* CLONE_NEWNET */);
+}
+
 #endif

@@ -1,0 +1,146 @@
+public import Logging
+public import ResilienceCore
+import Synchronization
+
+/// Watches the kernel's network facts through rtnetlink (libnl-3) and publishes raw events and
+/// debounced path transitions.
+///
+/// A `final class` guarded by a `Mutex`, not an actor: facts originate on a dedicated OS thread
+/// blocked in poll(2). A lock lets that thread publish each batch synchronously and in kernel
+/// order (an actor would need an unordered `Task` hop per batch), and lets the hold-down deadline
+/// be poll's timeout, so there is exactly one timer and no wake-up while nothing changes.
+///
+/// Invariants:
+/// - Every `transitions()` subscriber gets `.initial` first (the path as last reported), then
+///   changes; every `events()` subscriber gets each event read after it subscribed, in order,
+///   with strictly increasing `seq`.
+/// - An overrun never ends a stream: the cache is rebuilt from a dump, the difference is
+///   published as `synthesized` events, then `.resynced`.
+/// - Streams finish only on ``shutdown()``, which must be called: the reader thread keeps the
+///   monitor alive until then.
+///
+/// ```swift
+/// let monitor = NetlinkMonitor(holdDown: .seconds(2), logger: logger)
+/// try await monitor.start()
+/// for await transition in monitor.transitions() { print(transition.kind) }
+/// ```
+public final class NetlinkMonitor: NetworkEventSource {
+    public let filter: InterfaceFilter
+    public let holdDown: Duration
+    /// Requested size; the kernel may grant another (see ``grantedReceiveBufferSize``).
+    public let receiveBufferSize: Int
+    /// Network namespace (a name under `/var/run/netns`) the reader thread enters before opening
+    /// its sockets; nil watches the process's own namespace.
+    public let namespace: String?
+    let logger: Logger
+    let state: Mutex<State>
+    let wakePipe: WakePipe
+
+    /// - Parameters:
+    ///   - filter: interfaces that count for the path (events are reported for all).
+    ///   - holdDown: how long a loss must last before `lost` is reported (0 reports at once).
+    ///   - receiveBufferSize: bytes of socket buffer to ask for; tests pass a tiny one to force
+    ///     overruns.
+    ///   - namespace: watch this named network namespace instead of the current one.
+    public init(
+        filter: InterfaceFilter = .all, holdDown: Duration = .seconds(2), receiveBufferSize: Int = 4 << 20,
+        namespace: String? = nil, logger: Logger
+    ) {
+        self.filter = filter
+        self.holdDown = holdDown
+        self.receiveBufferSize = receiveBufferSize
+        self.namespace = namespace
+        self.logger = logger
+        self.state = Mutex(State(tracker: NetworkPathTracker(filter: filter, holdDown: holdDown)))
+        // A pipe only fails when the process is out of descriptors; the reader then fails at start.
+        self.wakePipe = (try? WakePipe()) ?? .unavailable
+    }
+
+    deinit { wakePipe.close() }
+
+    /// Opens the sockets (in ``namespace``), joins the groups, dumps the current state and starts
+    /// the reader thread. Returns once ``snapshot()`` holds the dump and `.initial` is published.
+    ///
+    /// - Throws: ``NetlinkError`` when netlink cannot be opened or dumped, on a second call, or
+    ///   after ``shutdown()``.
+    public func start() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let refusal = state.withLock { state -> NetlinkError? in
+                guard state.phase == .idle else { return state.phase == .stopped ? .shutDown : .alreadyStarted }
+                state.phase = .starting
+                state.startContinuation = continuation
+                return nil
+            }
+            if let refusal { return continuation.resume(throwing: refusal) }
+            guard wakePipe.readEnd >= 0, ReaderThread.spawn({ NetlinkReader.run(for: self) }) else {
+                readerFailed(NetlinkSocket.systemError("starting the netlink reader"))
+                readerExited()
+                return
+            }
+        }
+    }
+
+    /// Stops the reader, closes the sockets and finishes every stream. Idempotent.
+    public func shutdown() async {
+        let running = state.withLock { state in
+            state.commands.stop = true
+            return state.phase == .starting || state.phase == .running
+        }
+        guard running else { return readerExited() }
+        wakePipe.wake()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let exited = state.withLock { state in
+                if !state.threadExited { state.exitWaiters.append(continuation) }
+                return state.threadExited
+            }
+            if exited { continuation.resume() }
+        }
+    }
+
+    /// The cached facts, current as of the last batch read.
+    public func snapshot() -> NetworkSnapshot { state.withLock { $0.snapshot } }
+
+    /// The path derived from ``snapshot()`` now (not debounced).
+    public func currentPath() -> NetworkPath { state.withLock { $0.tracker.current } ?? derivedEmpty }
+
+    /// The receive buffer the kernel granted the event socket, once started.
+    public var grantedReceiveBufferSize: Int? { state.withLock { $0.grantedBuffer } }
+
+    private var derivedEmpty: NetworkPath { NetworkPath.derive(from: .empty, filter: filter) }
+
+    /// Raw events from now on, until shutdown. Buffered without limit so none is ever dropped:
+    /// a subscriber that stops reading holds memory, so cancel the iteration when done.
+    public func events() -> AsyncStream<NetworkEvent> { subscribe(\.eventSubscribers) }
+
+    /// Debounced transitions: `.initial` first (once started), then changes, until shutdown.
+    public func transitions() -> AsyncStream<PathTransition> {
+        subscribe(\.transitionSubscribers) { state in
+            guard state.phase == .running, let path = state.tracker.reported else { return nil }
+            return PathTransition(kind: .initial, path: path, at: .now)
+        }
+    }
+
+    /// Registers a subscriber under the lock, so it sees `greeting` and then exactly the elements
+    /// published after it (none is missed or repeated); a stopped monitor gives a finished stream.
+    private func subscribe<Element>(
+        _ subscribers: any WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]> & Sendable,
+        greeting: (State) -> Element? = { _ in nil }
+    ) -> AsyncStream<Element> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
+        let id = state.withLock { state -> UInt64? in
+            guard state.phase != .stopped else { return nil }
+            if let first = greeting(state) { continuation.yield(first) }
+            state.nextID += 1
+            state[keyPath: subscribers][state.nextID] = continuation
+            return state.nextID
+        }
+        guard let id else {
+            continuation.finish()
+            return stream
+        }
+        continuation.onTermination = { [weak self] _ in
+            self?.state.withLock { state in state[keyPath: subscribers][id] = nil }
+        }
+        return stream
+    }
+}

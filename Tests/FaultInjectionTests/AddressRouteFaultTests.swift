@@ -1,0 +1,55 @@
+import NetlinkMonitor
+import ResilienceCore
+import Testing
+
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+struct AddressRouteFaultTests {
+    @Test(arguments: [
+        (AddressFamily.ipv4, "198.18.0.3/24", "198.18.0.3"), (.ipv6, "2001:db8::2/64", "2001:db8::2"),
+    ])
+    func addressesComeAndGo(family: AddressFamily, cidr: String, text: String) async throws {
+        try await MonitorHarness.online { ns, h in
+            let mark = await h.transitions.mark
+            try ns.ip("addr add \(cidr) dev veth0" + (family == .ipv6 ? " nodad" : ""))
+            let added = try await h.event("\(text) added") {
+                if case .addressAdded(let a) = $0 { a.address == text } else { false }
+            }
+            #expect(added.ifindex == h.monitor.snapshot().link(named: "veth0")?.ifindex)
+            let changed = try await h.transition(.changed(.address), since: mark)
+            #expect(changed.path.addresses.contains { $0.address == text && $0.family == family })
+
+            let removedMark = await h.transitions.mark
+            try ns.ip("addr del \(cidr) dev veth0")
+            try await h.event("\(text) removed") {
+                if case .addressRemoved(let a) = $0 { a.address == text } else { false }
+            }
+            let after = try await h.transition(.changed(.address), since: removedMark)
+            #expect(!after.path.addresses.contains { $0.address == text })
+            try await h.expectCacheMatchesDump()
+        }
+    }
+
+    @Test func theDefaultRouteGoesAndReturns() async throws {
+        try await MonitorHarness.online { ns, h in
+            try ns.ip("route del default")
+            try await h.transition(.lost(.noDefaultRoute))
+            try await h.event("route removed") { if case .defaultRouteRemoved = $0 { true } else { false } }
+            let mark = await h.transitions.mark
+            try ns.ip("route add default via 198.18.0.1 dev veth0 metric 50")
+            let restored = try await h.restored(since: mark)
+            #expect(restored.path.defaultRoutes.first?.metric == 50)
+            #expect(restored.path.defaultRoutes.first?.gateway == "198.18.0.1")
+            try await h.expectCacheMatchesDump()
+        }
+    }
+
+    @Test func aReplacedGatewayIsADefaultRouteChange() async throws {
+        try await MonitorHarness.online { ns, h in
+            try ns.ip("route replace default via 198.18.0.254 dev veth0")
+            let changed = try await h.transition(.changed(.defaultRoute))
+            #expect(changed.path.defaultRoutes.map(\.gateway) == ["198.18.0.254"])
+            #expect(h.monitor.snapshot().defaultRoutes.count == 1)
+            try await h.expectCacheMatchesDump()
+        }
+    }
+}

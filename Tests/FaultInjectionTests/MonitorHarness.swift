@@ -1,0 +1,135 @@
+import Logging
+import NetlinkMonitor
+import ResilienceCore
+import Testing
+
+/// Records a stream so tests can await "the first element since mark M matching P" with a
+/// timeout, instead of sleeping.
+actor Recorder<Element: Sendable> {
+    private(set) var items: [Element] = []
+    private var waiters:
+        [Int: (predicate: @Sendable (Element) -> Bool, continuation: CheckedContinuation<Element?, Never>)] = [:]
+    private var nextID = 0
+
+    static func recording(_ stream: AsyncStream<Element>) -> Recorder {
+        let recorder = Recorder()
+        Task { for await element in stream { await recorder.append(element) } }
+        return recorder
+    }
+
+    /// The index the next element will get.
+    var mark: Int { items.count }
+
+    private func append(_ element: Element) {
+        items.append(element)
+        for (id, waiter) in waiters where waiter.predicate(element) {
+            waiters[id] = nil
+            waiter.continuation.resume(returning: element)
+        }
+    }
+
+    /// The first element at or after `since` that matches, waiting at most `timeout`.
+    func first(
+        since: Int = 0, within timeout: Duration = .seconds(15), where predicate: @escaping @Sendable (Element) -> Bool
+    ) async -> Element? {
+        if let hit = items[min(since, items.count)...].first(where: predicate) { return hit }
+        nextID += 1
+        let id = nextID
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            self.expire(id)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { waiters[id] = (predicate, $0) }
+    }
+
+    private func expire(_ id: Int) {
+        waiters.removeValue(forKey: id)?.continuation.resume(returning: nil)
+    }
+}
+
+/// A monitor running inside a namespace, with its streams recorded from the start.
+struct MonitorHarness {
+    let monitor: NetlinkMonitor
+    let events: Recorder<NetworkEvent>
+    let transitions: Recorder<PathTransition>
+
+    /// Starts a monitor in `namespace`, runs `body`, and shuts the monitor down whatever happens.
+    static func with<R>(
+        _ namespace: NetworkNamespace, holdDown: Duration = .zero, filter: InterfaceFilter = .all,
+        receiveBufferSize: Int = 4 << 20, _ body: (MonitorHarness) async throws -> R
+    ) async throws -> R {
+        var logger = Logger(label: "fault-injection")
+        logger.logLevel = .warning
+        let monitor = NetlinkMonitor(
+            filter: filter, holdDown: holdDown, receiveBufferSize: receiveBufferSize, namespace: namespace.name,
+            logger: logger)
+        let harness = MonitorHarness(
+            monitor: monitor, events: .recording(monitor.events()), transitions: .recording(monitor.transitions()))
+        do {
+            try await monitor.start()
+            let result = try await body(harness)
+            await monitor.shutdown()
+            return result
+        } catch {
+            await monitor.shutdown()
+            throw error
+        }
+    }
+
+    /// The usual set-up: a fresh namespace with ``NetworkNamespace/addOnlineVeth()``, a monitor
+    /// in it, and its satisfied `.initial` already seen.
+    static func online<R>(
+        holdDown: Duration = .zero, receiveBufferSize: Int = 4 << 20,
+        _ body: (NetworkNamespace, MonitorHarness) async throws -> R
+    ) async throws -> R {
+        let namespace = try NetworkNamespace()
+        try namespace.addOnlineVeth()
+        return try await with(namespace, holdDown: holdDown, receiveBufferSize: receiveBufferSize) { harness in
+            let initial = try await harness.transition(.initial)
+            #expect(initial.path.isSatisfied)
+            #expect(initial.path.primaryInterface?.name == "veth0")
+            return try await body(namespace, harness)
+        }
+    }
+
+    /// Awaits a `restored` transition since `mark` and fails the test when none comes.
+    @discardableResult
+    func restored(since mark: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws -> PathTransition {
+        let hit = await transitions.first(since: mark) { if case .restored = $0.kind { true } else { false } }
+        return try #require(hit, "no restored transition", sourceLocation: sourceLocation)
+    }
+
+    /// Awaits a transition of the given kind since `mark` and fails the test when none comes.
+    @discardableResult
+    func transition(
+        _ kind: PathTransition.Kind, since mark: Int = 0, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> PathTransition {
+        let hit = await transitions.first(since: mark) { $0.kind == kind }
+        return try #require(hit, "no \(kind) transition", sourceLocation: sourceLocation)
+    }
+
+    /// Awaits a raw event matching `predicate` since `mark` and fails the test when none comes.
+    @discardableResult
+    func event(
+        since mark: Int = 0, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
+        where predicate: @escaping @Sendable (NetworkEvent.Kind) -> Bool
+    ) async throws -> NetworkEvent {
+        let hit = await events.first(since: mark) { predicate($0.kind) }
+        return try #require(hit, "no event: \(what)", sourceLocation: sourceLocation)
+    }
+
+    /// The cache must equal a fresh dump once the namespace is quiet. The kernel finishes some
+    /// work asynchronously (IPv6 link-local addresses and DAD after a link comes up), so this
+    /// compares up to 50 times, 100 ms apart, and fails with the last difference.
+    func expectCacheMatchesDump(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        var difference: [NetworkEvent.Kind] = []
+        for _ in 0..<50 {
+            let check = try await monitor._cacheAndFreshDump()
+            difference = check.cache.changes(to: check.fresh)
+            if difference.isEmpty { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("cache differs from a fresh dump: \(difference)", sourceLocation: sourceLocation)
+    }
+}

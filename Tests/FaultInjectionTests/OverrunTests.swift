@@ -1,0 +1,30 @@
+import NetlinkMonitor
+import ResilienceCore
+import Testing
+
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+struct OverrunTests {
+    @Test func aForcedOverrunEndsResyncedWithTheCacheEqualToADump() async throws {
+        try await MonitorHarness.online(receiveBufferSize: 1) { ns, h in
+            await h.monitor._pauseReading()
+            let names = (0..<200).map { "nrifb\($0)" }
+            try ns.batch(names.map { "link add \($0) type ifb" })
+            try ns.batch(names.prefix(100).map { "link del \($0)" })
+            try ns.ip("addr add 198.18.0.9/24 dev veth0")
+            h.monitor._resumeReading()
+
+            let resynced = try await h.event("resynced") { $0 == .resynced }
+            let synthesized = await h.events.items.filter { $0.synthesized && $0.seq < resynced.seq }
+            #expect(
+                synthesized.contains { if case .linkAdded(let l) = $0.kind { l.name == "nrifb199" } else { false } })
+            #expect(!h.monitor.snapshot().links.values.contains { $0.name == "nrifb0" })
+            try await h.expectCacheMatchesDump()
+            // The stream goes on after an overrun.
+            let mark = await h.events.mark
+            try ns.ip("link set nrifb150 up")
+            try await h.event(since: mark, "event after resync") {
+                if case .linkChanged(_, let l) = $0 { l.name == "nrifb150" && l.isAdminUp } else { false }
+            }
+        }
+    }
+}
