@@ -88,7 +88,7 @@ let package = Package(
             name: "ResilienceCLI",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                log, lifecycle,
+                log, lifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "NetresBench",
             dependencies: [
-                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "NetlinkMonitor", "CNetlink", log,
+                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "NetlinkMonitor", log,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",

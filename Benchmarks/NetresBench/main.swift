@@ -1,1 +1,20 @@
-// Placeholder
+// netres-bench: NetResilience's benchmarks. Each prints Markdown for BENCHMARKS.md.
+//   netres-bench netlink [changes] [idle-seconds]   detection latency vs the netlink floor (root)
+import Foundation
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+do {
+    switch arguments.first {
+    case "netlink":
+        if try runInsideOwnNamespace(arguments: arguments) { break }
+        let changes = arguments.count > 1 ? Int(arguments[1]) ?? 2000 : 2000
+        let idle = arguments.count > 2 ? Int(arguments[2]) ?? 60 : 60
+        try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
+    default:
+        print("usage: netres-bench netlink [changes] [idle-seconds]")
+        exit(64)
+    }
+} catch {
+    FileHandle.standardError.write(Data("netres-bench: \(error)\n".utf8))
+    exit(1)
+}

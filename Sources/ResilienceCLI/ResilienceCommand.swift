@@ -1,9 +1,16 @@
 import ArgumentParser
 
+/// `netres`: watch the network the way a real-time client needs it, check policies, and run the
+/// resilience manager.
+///
+/// Exit status: 0 success (for `status`: path satisfied), 1 the asked-for state does not hold
+/// (`status` unsatisfied, `wait-online` timed out, a policy file is invalid), 2 a runtime failure
+/// (netlink unavailable), 64 a usage error.
 @main
 struct ResilienceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netres",
-        abstract: "Keep a real-time client's services alive across network loss and change."
+        abstract: "Keep a real-time client's services alive across network loss and change.",
+        subcommands: [Watch.self, Status.self, WaitOnline.self]
     )
 }

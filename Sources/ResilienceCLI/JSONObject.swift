@@ -1,0 +1,55 @@
+/// A JSON value small enough to render by hand, keeping key order stable.
+enum JSONValue: Equatable {
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    case array([JSONValue])
+    case object(JSONObject)
+    case null
+
+    var rendered: String {
+        switch self {
+        case .string(let s): Self.quote(s)
+        case .int(let i): String(i)
+        case .double(let d): d.isFinite ? String(d) : "null"
+        case .bool(let b): b ? "true" : "false"
+        case .array(let items): "[" + items.map(\.rendered).joined(separator: ",") + "]"
+        case .object(let o): o.rendered
+        case .null: "null"
+        }
+    }
+
+    /// RFC 8259 string escaping.
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// An ordered JSON object.
+struct JSONObject: Equatable {
+    var members: [(String, JSONValue)]
+    init(_ members: [(String, JSONValue)]) { self.members = members }
+
+    var rendered: String {
+        "{" + members.map { JSONValue.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
+    }
+
+    static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+        lhs.members.map(\.0) == rhs.members.map(\.0) && lhs.members.map(\.1) == rhs.members.map(\.1)
+    }
+}

@@ -1,0 +1,97 @@
+import ArgumentParser
+import Logging
+import NetlinkMonitor
+import ResilienceCore
+import ServiceLifecycle
+import UnixSignals
+
+extension ResilienceCommand {
+    /// Prints the current path, then every transition (and with `--raw` every raw event), one
+    /// line each, until SIGINT or SIGTERM.
+    struct Watch: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the network path, then each transition as it happens.",
+            discussion: """
+                Lines start with an RFC 3339 timestamp. With --json every line is a JSON object with the \
+                keys ts, mono_ns, seq, kind (transition|event), event, iface, ifindex, from, to, reason, \
+                addresses, synthesized and downtime_ms. Stops cleanly on SIGINT or SIGTERM.
+                """
+        )
+
+        @OptionGroup var monitor: MonitorOptions
+        @Flag(help: "Print JSON Lines instead of human-readable lines.") var json = false
+        @Flag(help: "Also print every raw netlink event (link, address, default route, resync).") var raw = false
+
+        func run() async throws {
+            let logger = monitor.makeLogger()
+            let netlink = try await monitor.startMonitor(logger: logger)
+            let printer = WatchPrinter(monitor: netlink, json: json, raw: raw)
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: printer)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                )
+            )
+            try await group.run()
+            await netlink.shutdown()
+        }
+    }
+}
+
+/// Streams the monitor's output to standard output until graceful shutdown.
+struct WatchPrinter: Service {
+    let monitor: NetlinkMonitor
+    let json: Bool
+    let raw: Bool
+
+    func run() async throws {
+        let clock = WallClock()
+        let out = OutputWriter()
+        let transitions = monitor.transitions()
+        let events = raw ? monitor.events() : nil
+        let names = InterfaceNames(monitor.snapshot())
+        let render: @Sendable (WatchRecord) -> String = { [json] in
+            json ? $0.json(clock: clock) : $0.human(clock: clock)
+        }
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    var seq: UInt64 = 0
+                    for await transition in transitions {
+                        seq += 1
+                        await out.write(render(WatchRecord(transition, seq: seq)))
+                    }
+                }
+                if let events {
+                    group.addTask {
+                        for await event in events {
+                            let record = WatchRecord(event, name: await names.update(with: event))
+                            await out.write(render(record))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Interface names by index, kept current from link events so address and route events (which
+/// carry only an index) print a name — also for a link that was just removed.
+actor InterfaceNames {
+    private var names: [Int32: String]
+
+    init(_ snapshot: NetworkSnapshot) {
+        names = snapshot.links.mapValues(\.name)
+    }
+
+    /// Records what `event` says about names and returns the lookup to print it with.
+    func update(with event: NetworkEvent) -> @Sendable (Int32) -> String? {
+        switch event.kind {
+        case .linkAdded(let link), .linkChanged(_, let link), .linkRemoved(let link): names[link.ifindex] = link.name
+        default: break
+        }
+        let current = names
+        return { current[$0] }
+    }
+}
