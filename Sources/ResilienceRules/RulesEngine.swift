@@ -4,11 +4,14 @@ public import ResilienceCore
 ///
 /// Invariants:
 /// - Deterministic: the same engine value, trigger, services and instant give the same actions.
-/// - No action brings up a service whose level in the current app state is `.none`.
+/// - No action brings up a service whose level in the current app state is `.none` (unless the
+///   service's level row lists the trigger in `allowedOn`).
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
 ///   that needs the network until a `restored` or `changed` trigger.
+/// - `interruptionEnded` resumes only calls in ``callsHeldByInterruption``.
+/// - Every action's `source` names the rule and the level row that allowed it.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
     public var policy: Policy
@@ -34,58 +37,84 @@ public struct RulesEngine: Sendable, Hashable {
     public mutating func decide(_ trigger: Trigger, services: [ClientService], at now: ContinuousClock.Instant)
         -> [PlannedAction]
     {
-        fatalError("RulesEngine.decide is implemented by the policy issue")
+        let before = appState
+        switch trigger {
+        case .network(.lost):
+            networkAvailable = false
+            return []
+        case .network: networkAvailable = true
+        case .app(let event): appState = event.nextState(from: appState)
+        case .callStateChanged(let id):
+            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
+                callsHeldByInterruption.remove(id)
+            }
+        case .keepAliveDue, .pushTokenChanged, .shutdown: break
+        }
+        let present = Set(services.map(\.id))
+        callsHeldByInterruption.formIntersection(present)
+
+        var planned: [PlannedAction] = []
+        for rule in policy.rules where rule.when.contains(appState) && rule.matches(trigger) {
+            for service in services where rule.selects(service.kind) {
+                guard
+                    rule.conditions.allSatisfy({ holds($0, for: service, trigger: trigger, before: before, now: now) })
+                else { continue }
+                for kind in rule.actions where permits(kind, for: service, trigger: trigger) {
+                    guard !planned.contains(where: { $0.kind == kind && $0.service == service.id }) else { continue }
+                    planned.append(
+                        PlannedAction(kind: kind, service: service.id, trigger: trigger, source: source(rule, service)))
+                }
+            }
+        }
+        let batch = Self.ordered(Self.subsumed(planned), services: services)
+
+        switch trigger {
+        case .app(.interrupted):
+            callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
+        case .app(.interruptionEnded):
+            callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
+        default: break
+        }
+        return batch
     }
 
     /// The level a service runs at in an app state under the current policy.
     public func level(of service: ClientService, in state: AppState) -> ServiceLevel {
-        fatalError("RulesEngine.level is implemented by the policy issue")
-    }
-}
-
-/// Everything a policy file can set. `Policy.default` is the seed's service table.
-public struct Policy: Sendable, Hashable {
-    /// How long a loss must last before it is reported (0 allowed).
-    public var lossHoldDown: Duration
-    public var backoff: BackoffPolicy
-    /// The shortest interval between keep-alive wake-ups while in background (iOS: 600 s).
-    public var keepAliveMinimumInterval: Duration
-    /// Refresh registrations and subscriptions this long before they expire.
-    public var refreshMargin: Duration
-
-    public init(
-        lossHoldDown: Duration = .seconds(2),
-        backoff: BackoffPolicy = BackoffPolicy(),
-        keepAliveMinimumInterval: Duration = .seconds(600),
-        refreshMargin: Duration = .seconds(30)
-    ) {
-        self.lossHoldDown = lossHoldDown
-        self.backoff = backoff
-        self.keepAliveMinimumInterval = keepAliveMinimumInterval
-        self.refreshMargin = refreshMargin
+        policy.level(of: service.kind, in: state)
     }
 
-    /// The seed's service table (Avaya Client SDK, "Backgrounding and battery considerations").
-    public static let `default` = Policy()
-}
+    /// Whether the engine may plan `kind` for `service` on `trigger` in the current state.
+    public func permits(_ kind: ActionKind, for service: ClientService, trigger: Trigger) -> Bool {
+        if kind.needsNetwork && !networkAvailable { return false }
+        guard kind.bringsUp, level(of: service, in: appState) == .none else { return true }
+        let row = policy.row(for: service.kind)
+        return row?.allowedOn.contains { $0.matches(trigger) } ?? false
+    }
 
-/// Jittered exponential backoff (the gRPC connection-backoff numbers by default).
-public struct BackoffPolicy: Sendable, Hashable, Codable {
-    public var initial: Duration
-    public var multiplier: Double
-    /// Relative jitter: 0.2 means ±20 %.
-    public var jitter: Double
-    public var maximum: Duration
+    private func holds(
+        _ condition: RuleCondition, for service: ClientService, trigger: Trigger, before: AppState,
+        now: ContinuousClock.Instant
+    ) -> Bool {
+        switch condition {
+        case .stale:
+            guard let expires = service.expires else { return true }
+            return expires <= now + policy.keepAliveMinimumInterval + policy.refreshMargin
+        case .due:
+            if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
+            return false
+        case .heldByInterruption:
+            return callsHeldByInterruption.contains(service.id)
+        case .turnedOff:
+            return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
+        case .turnedOn:
+            return level(of: service, in: before) == .none && level(of: service, in: appState) > .none
+        case .running:
+            return level(of: service, in: before) > .none
+        }
+    }
 
-    public init(
-        initial: Duration = .seconds(1),
-        multiplier: Double = 1.6,
-        jitter: Double = 0.2,
-        maximum: Duration = .seconds(120)
-    ) {
-        self.initial = initial
-        self.multiplier = multiplier
-        self.jitter = jitter
-        self.maximum = maximum
+    private func source(_ rule: Rule, _ service: ClientService) -> String {
+        guard let row = policy.row(for: service.kind) else { return "rule \(rule.name); no level row (full)" }
+        return "rule \(rule.name); level \(row.selector.name) \(appState.rawValue)=\(row.level(in: appState).rawValue)"
     }
 }
