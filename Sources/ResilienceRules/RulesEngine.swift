@@ -9,7 +9,8 @@ public import ResilienceCore
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
-///   that needs the network until a `restored` or `changed` trigger.
+///   that needs the network until a `restored` or `changed` trigger (local actions such as
+///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
 /// - `interruptionEnded` resumes only calls in ``callsHeldByInterruption``.
 /// - Every action's `source` names the rule and the level row that allowed it.
 public struct RulesEngine: Sendable, Hashable {
@@ -39,9 +40,7 @@ public struct RulesEngine: Sendable, Hashable {
     {
         let before = appState
         switch trigger {
-        case .network(.lost):
-            networkAvailable = false
-            return []
+        case .network(.lost): networkAvailable = false
         case .network: networkAvailable = true
         case .app(let event): appState = event.nextState(from: appState)
         case .callStateChanged(let id):
