@@ -113,8 +113,15 @@ public enum PolicyFile {
                 break
             }
         }
+        // libyaml reports the end of input one line past the last one; point at the real end.
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        if line > lines.count {
+            line = lines.count
+            column = (lines.last?.unicodeScalars.count ?? 0) + 1
+        }
         return PolicyFileError(
             .syntax, file: file, line: line, column: column, message: "YAML syntax error: \(problem)",
-            expected: "well-formed YAML (block mappings and sequences)")
+            expected: "well-formed YAML (block mappings and sequences)",
+            hint: "check indentation, colons, quotes and brackets here or on the line before")
     }
 }

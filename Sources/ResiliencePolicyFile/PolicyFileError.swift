@@ -55,12 +55,18 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
 
 /// Nearest valid names by Levenshtein distance, for error hints.
 public enum NameHint {
-    /// `did you mean "x"?` for the closest candidate within a third of the word's length (at least 2).
+    /// `did you mean "x"?` for the closest candidate within a third of the word's length (at least 2),
+    /// or one that the word abbreviates or extends (`maximum` → `max`).
     public static func suggestion(for word: String, among candidates: [String]) -> String? {
+        let word = word.lowercased()
         let limit = max(2, word.count / 3)
-        let scored = candidates.map { ($0, distance(word.lowercased(), $0.lowercased())) }
-        guard let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= limit else { return nil }
-        return "did you mean \"\(best.0)\"?"
+        let scored = candidates.map { ($0, distance(word, $0.lowercased())) }
+        if let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= limit { return "did you mean \"\(best.0)\"?" }
+        let affix = candidates.first { c in
+            let c = c.lowercased()
+            return min(c.count, word.count) >= 3 && (c.hasPrefix(word) || word.hasPrefix(c))
+        }
+        return affix.map { "did you mean \"\($0)\"?" }
     }
 
     public static func distance(_ a: String, _ b: String) -> Int {

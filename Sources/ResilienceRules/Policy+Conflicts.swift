@@ -42,7 +42,9 @@ extension Policy {
     private func conflict(between i: Int, and j: Int) -> RuleConflict? {
         let a = rules[i]
         let b = rules[j]
-        guard !a.when.isDisjoint(with: b.when) else { return nil }
+        let opposite = a.actions.lazy.flatMap { x in b.actions.lazy.map { (x, $0) } }.first(
+            where: ActionKind.areOpposite)
+        guard let (x, y) = opposite, !a.when.isDisjoint(with: b.when) else { return nil }
         let exclusive: Set<RuleCondition> = [.turnedOn, .turnedOff]
         guard Set(a.conditions).union(b.conditions).intersection(exclusive).count < 2 || i == j else { return nil }
         guard
@@ -51,13 +53,8 @@ extension Policy {
             }),
             let kind = ServiceKind.representatives.first(where: { a.selects($0) && b.selects($0) })
         else { return nil }
-        for x in a.actions {
-            for y in b.actions where ActionKind.areOpposite(x, y) {
-                return RuleConflict(
-                    first: i, second: j, firstAction: x, secondAction: y, trigger: trigger,
-                    service: ServiceSelector(exactly: kind).name)
-            }
-        }
-        return nil
+        return RuleConflict(
+            first: i, second: j, firstAction: x, secondAction: y, trigger: trigger,
+            service: ServiceSelector(exactly: kind).name)
     }
 }
