@@ -60,12 +60,25 @@ public enum PolicyFile {
         return try PolicyReader(file: file).document(node)
     }
 
-    /// The commented default policy shipped with the package (what `netres policy default` prints).
+    /// The commented default policy shipped with the package (what `netres policy default` prints);
+    /// empty when the resource bundle is not installed next to the executable.
+    ///
+    /// Looks the bundle up itself rather than through `Bundle.module`, whose accessor traps when the
+    /// bundle is missing: an installed `netres` without its bundle must fail politely.
     public static var defaultYAML: String {
-        guard let url = Bundle.module.url(forResource: "default-policy", withExtension: "yaml"),
-            let data = FileManager.default.contents(atPath: url.path)
-        else { return "" }
-        return String(decoding: data, as: UTF8.self)
+        let bundle = "swift-net-resilience_ResiliencePolicyFile.resources"
+        let directories = [
+            Bundle.main.bundleURL, Bundle.main.executableURL?.deletingLastPathComponent(), Bundle.main.resourceURL,
+        ]
+        for directory in directories.compactMap(\.self) {
+            for candidate in [directory.appendingPathComponent(bundle), directory] {
+                let path = candidate.appendingPathComponent("default-policy.yaml").path
+                if let data = FileManager.default.contents(atPath: path) {
+                    return String(decoding: data, as: UTF8.self)
+                }
+            }
+        }
+        return ""
     }
 
     /// Line and column (1-based, column in bytes) of the first byte that is not UTF-8, or nil.
