@@ -157,6 +157,14 @@ extension PolicyReader {
     }
 
     func checkConflicts(_ policy: Policy, ruleNodes: [Node?], root: Node) throws(PolicyFileError) {
+        if let (index, action) = policy.unreachableActions().first {
+            let rule = policy.rules[index]
+            throw fail(
+                .contradiction, at: ruleNodes[index] ?? root,
+                "rule \(rule.name) can never \(action): every service it selects is at level none when it runs",
+                expected: "a rule that brings services up only in states where their level is above none",
+                hint: "change its `when`, or the services' levels, or the row's allowed-on")
+        }
         guard let conflict = policy.conflicts().first else { return }
         let node = ruleNodes[conflict.second] ?? ruleNodes[conflict.first] ?? root
         let names = (policy.rules[conflict.first].name, policy.rules[conflict.second].name)

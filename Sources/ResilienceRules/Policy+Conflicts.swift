@@ -58,3 +58,31 @@ extension Policy {
             service: ServiceSelector(exactly: kind).name)
     }
 }
+
+extension Policy {
+    /// Bring-up actions of a rule that the level table always drops: every service the rule selects
+    /// is at level `none` in every state the rule runs in, and no row allows the rule's triggers.
+    /// Such a rule contradicts the table. Returned as (rule index, action), in rule order.
+    public func unreachableActions() -> [(rule: Int, action: ActionKind)] {
+        var found: [(rule: Int, action: ActionKind)] = []
+        for (index, rule) in rules.enumerated() {
+            let kinds = ServiceKind.representatives.filter(rule.selects)
+            let reachable = kinds.contains { kind in
+                let allowed =
+                    row(for: kind)?.allowedOn.contains { pattern in rule.on.contains(where: pattern.overlaps) }
+                    ?? false
+                return allowed || rule.when.contains { level(of: kind, in: $0) > .none }
+            }
+            guard !reachable else { continue }
+            found += rule.actions.filter(\.bringsUp).map { (index, $0) }
+        }
+        return found
+    }
+}
+
+extension TriggerPattern {
+    /// Whether some concrete trigger matches both patterns.
+    public func overlaps(_ other: TriggerPattern) -> Bool {
+        TriggerPattern.concreteNames.contains { matches(name: $0) && other.matches(name: $0) }
+    }
+}

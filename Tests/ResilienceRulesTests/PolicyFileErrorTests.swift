@@ -79,6 +79,11 @@ struct PolicyFileErrorTests {
             yaml: rule(for: "call")
                 + "    do: [hold-call, resume-call]\n", code: .contradiction, line: 2, column: 5),
         Case(
+            name: "a rule the level table always drops",
+            yaml:
+                "extra-rules:\n  - {name: bg-http, on: network.restored, when: background, for: http, do: open-http}\n",
+            code: .contradiction, line: 2, column: 5),
+        Case(
             name: "two rows for one service",
             yaml: "levels:\n  - {service: http, foreground: full, background: none}\n"
                 + "  - {service: http, foreground: none, background: none}\n", code: .contradiction, line: 3,
