@@ -9,7 +9,14 @@ extension ResilienceCommand.Policy {
     struct Explain: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "explain",
-            abstract: "Show, per service, the actions a trigger causes in an app state, and why."
+            abstract: "Show, per service, the actions a trigger causes in an app state, and why.",
+            discussion: """
+                Services: one of each kind (registration, each subscription package, a call in each state, \
+                presence publish, HTTP), or the `services` of --policy. Registrations and subscriptions count as \
+                expired. Actions are numbered in batch order; `after` names services whose actions go first.
+
+                Triggers: \(TriggerPattern.concreteNames.joined(separator: ", ")).
+                """
         )
 
         @Option(
@@ -73,8 +80,8 @@ extension ResilienceCommand.Policy {
                 lines.append(head)
                 if service.actions.isEmpty { lines.append("  - no action") }
                 for step in service.actions {
-                    let after = step.after.isEmpty ? "" : " after \(step.after.joined(separator: ", "))"
-                    lines.append("  \(step.order). \(step.action)\(after)  <- \(step.source)")
+                    lines.append("  \(step.order). \(step.action)  <- \(step.source)")
+                    if !step.after.isEmpty { lines.append("     after: \(step.after.joined(separator: ", "))") }
                 }
             }
             return lines.joined(separator: "\n")
