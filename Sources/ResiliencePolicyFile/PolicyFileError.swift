@@ -56,7 +56,8 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
 /// Nearest valid names by Levenshtein distance, for error hints.
 public enum NameHint {
     /// `did you mean "x"?` for the closest candidate within a third of the word's length (at least 2),
-    /// or one that the word abbreviates or extends (`maximum` → `max`).
+    /// or one that the word abbreviates or extends (`maximum` → `max`), or one that has every
+    /// dotted part of the word (`call.active` → `call.outgoing.active`).
     public static func suggestion(for word: String, among candidates: [String]) -> String? {
         let word = word.lowercased()
         let limit = max(2, word.count / 3)
@@ -66,7 +67,12 @@ public enum NameHint {
             let c = c.lowercased()
             return min(c.count, word.count) >= 3 && (c.hasPrefix(word) || word.hasPrefix(c))
         }
-        return affix.map { "did you mean \"\($0)\"?" }
+        // A dotted name missing a part: `call.active` -> `call.outgoing.active`.
+        let parts = Set(word.split(separator: "."))
+        let widened = candidates.first { c in
+            parts.count > 1 && parts.isSubset(of: c.lowercased().split(separator: "."))
+        }
+        return (affix ?? widened).map { "did you mean \"\($0)\"?" }
     }
 
     public static func distance(_ a: String, _ b: String) -> Int {

@@ -53,12 +53,14 @@ public struct RulesEngine: Sendable, Hashable {
         callsHeldByInterruption.formIntersection(present)
 
         var planned: [PlannedAction] = []
-        for rule in policy.rules where rule.when.contains(appState) && rule.matches(trigger) {
+        let name = trigger.name
+        for rule in policy.rules
+        where rule.when.contains(appState) && rule.on.contains(where: { $0.matches(name: name) }) {
             for service in services where rule.selects(service.kind) {
                 guard
                     rule.conditions.allSatisfy({ holds($0, for: service, trigger: trigger, before: before, now: now) })
                 else { continue }
-                for kind in rule.actions where permits(kind, for: service, trigger: trigger) {
+                for kind in rule.actions where permits(kind, for: service, triggerName: name) {
                     guard !planned.contains(where: { $0.kind == kind && $0.service == service.id }) else { continue }
                     planned.append(
                         PlannedAction(kind: kind, service: service.id, trigger: trigger, source: source(rule, service)))
@@ -84,10 +86,14 @@ public struct RulesEngine: Sendable, Hashable {
 
     /// Whether the engine may plan `kind` for `service` on `trigger` in the current state.
     public func permits(_ kind: ActionKind, for service: ClientService, trigger: Trigger) -> Bool {
+        permits(kind, for: service, triggerName: trigger.name)
+    }
+
+    private func permits(_ kind: ActionKind, for service: ClientService, triggerName: String) -> Bool {
         if kind.needsNetwork && !networkAvailable { return false }
         guard kind.bringsUp, level(of: service, in: appState) == .none else { return true }
         let row = policy.row(for: service.kind)
-        return row?.allowedOn.contains { $0.matches(trigger) } ?? false
+        return row?.allowedOn.contains { $0.matches(name: triggerName) } ?? false
     }
 
     private func holds(

@@ -79,6 +79,13 @@ struct PolicyFileErrorTests {
             yaml: rule(for: "call")
                 + "    do: [hold-call, resume-call]\n", code: .contradiction, line: 2, column: 5),
         Case(
+            name: "unknown service kind", yaml: "services:\n  - {id: x, kind: call.active}\n", code: .unknownName,
+            line: 2, column: 19, hint: "call.outgoing.active"),
+        Case(
+            name: "duplicate service id",
+            yaml: "services:\n  - {id: x, kind: http}\n  - {id: x, kind: registration}\n", code: .duplicateKey,
+            line: 3, column: 10),
+        Case(
             name: "a rule the level table always drops",
             yaml:
                 "extra-rules:\n  - {name: bg-http, on: network.restored, when: background, for: http, do: open-http}\n",

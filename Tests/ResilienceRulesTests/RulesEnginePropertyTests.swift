@@ -20,8 +20,19 @@ struct RulesEnginePropertyTests {
     func scenario(seed: UInt64) -> [Step] {
         var rng = SeededGenerator(seed: seed)
         var services = rng.services(at: t0)
+        var policy = Policy.default
+        if rng.chance(0.5) {
+            // Shuffle the level table's values: the engine's guarantees hold for any table.
+            for i in policy.levels.indices {
+                let row = policy.levels[i]
+                policy.levels[i] = ServiceLevelRow(
+                    row.selector, foreground: rng.pick(ServiceLevel.allCases),
+                    background: rng.pick(ServiceLevel.allCases),
+                    suspended: rng.pick(ServiceLevel.allCases), allowedOn: row.allowedOn)
+            }
+        }
         var engine = RulesEngine(
-            appState: rng.pick(AppState.allCases), networkAvailable: rng.chance(0.8))
+            policy: policy, appState: rng.pick(AppState.allCases), networkAvailable: rng.chance(0.8))
         var steps: [Step] = []
         for step in 0..<30 {
             var trigger = rng.trigger(for: services)
