@@ -44,6 +44,9 @@ extension Policy {
                 "restore-unregister-old-contact", on: newAddress, when: awake, for: [.registration],
                 do: [.unregisterOldContact]),
             Rule("restore-subscribe", on: restore, when: awake, for: [.subscription], do: [.subscribe]),
+            Rule(
+                "restore-resume", on: restore, when: awake, for: [.call(.held)], if: [.heldByInterruption],
+                do: [.resumeCall]),
             Rule("restore-reinvite", on: restore, when: awake, for: established, do: [.reinviteCall]),
             Rule("restore-publish", on: restore, when: [.foreground], for: [.presencePublish], do: [.publishPresence]),
             Rule("restore-open-http", on: restore, when: [.foreground], for: [.http], do: [.openHTTP]),

@@ -69,7 +69,7 @@ public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
     case stale
     /// The keep-alive wake-up listed it.
     case due
-    /// A call the last `app.interrupted` put on hold.
+    /// A call an `app.interrupted` put on hold, once that interruption has ended.
     case heldByInterruption = "held-by-interruption"
     /// Its level went from above `none` to `none` with this trigger's app-state change.
     case turnedOff = "turned-off"

@@ -1,9 +1,12 @@
 import ResilienceCore
 
 extension RulesEngine {
-    /// Drops refreshes that a fresh register or subscribe of the same service in the batch covers.
+    /// Drops refreshes that a fresh register or subscribe of the same service in the batch covers,
+    /// and a re-INVITE that a resume (itself a re-INVITE with the current address) covers.
     static func subsumed(_ planned: [PlannedAction]) -> [PlannedAction] {
-        let covering: [ActionKind: ActionKind] = [.refreshRegistration: .register, .refreshSubscription: .subscribe]
+        let covering: [ActionKind: ActionKind] = [
+            .refreshRegistration: .register, .refreshSubscription: .subscribe, .reinviteCall: .resumeCall,
+        ]
         return planned.filter { action in
             guard let cover = covering[action.kind] else { return true }
             return !planned.contains { $0.service == action.service && $0.kind == cover }

@@ -11,7 +11,8 @@ public import ResilienceCore
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
 ///   that needs the network until a `restored` or `changed` trigger (local actions such as
 ///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
-/// - `interruptionEnded` resumes only calls in ``callsHeldByInterruption``.
+/// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
+///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
@@ -22,12 +23,15 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var networkAvailable: Bool
     /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
     public private(set) var callsHeldByInterruption: Set<ServiceID>
+    /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
+    public private(set) var interruptionActive: Bool
 
     public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
         self.policy = policy
         self.appState = appState
         self.networkAvailable = networkAvailable
         self.callsHeldByInterruption = []
+        self.interruptionActive = false
     }
 
     /// Decides the ordered actions for one trigger.
@@ -42,7 +46,10 @@ public struct RulesEngine: Sendable, Hashable {
         switch trigger {
         case .network(.lost): networkAvailable = false
         case .network: networkAvailable = true
-        case .app(let event): appState = event.nextState(from: appState)
+        case .app(let event):
+            appState = event.nextState(from: appState)
+            if event == .interrupted { interruptionActive = true }
+            if event == .interruptionEnded { interruptionActive = false }
         case .callStateChanged(let id):
             if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
                 callsHeldByInterruption.remove(id)
@@ -69,13 +76,10 @@ public struct RulesEngine: Sendable, Hashable {
         }
         let batch = Self.ordered(Self.subsumed(planned), services: services)
 
-        switch trigger {
-        case .app(.interrupted):
+        if trigger == .app(.interrupted) {
             callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
-        case .app(.interruptionEnded):
-            callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
-        default: break
         }
+        callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
         return batch
     }
 
@@ -108,7 +112,7 @@ public struct RulesEngine: Sendable, Hashable {
             if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
             return false
         case .heldByInterruption:
-            return callsHeldByInterruption.contains(service.id)
+            return !interruptionActive && callsHeldByInterruption.contains(service.id)
         case .turnedOff:
             return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
         case .turnedOn:

@@ -34,6 +34,25 @@ struct RulesEngineTests {
         #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
     }
 
+    @Test func anInterruptionThatEndsOfflineResumesOnTheNextRestore() {
+        var engine = RulesEngine()
+        var services = Fixtures.services
+        _ = engine.decide(.app(.interrupted), services: services, at: t0)
+        let index = services.firstIndex { $0.id == "act" }!
+        services[index].kind = .call(.outgoing, .held)
+        // Restored while the interruption lasts: the call is re-INVITEd but stays held.
+        let during = engine.decide(.network(.changed(.defaultRoute)), services: services, at: t0)
+        #expect(during.contains { $0.service == "act" && $0.kind == .reinviteCall })
+        #expect(!during.contains { $0.kind == .resumeCall })
+        _ = engine.decide(.network(.lost(.noCarrier)), services: services, at: t0)
+        #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
+        #expect(engine.callsHeldByInterruption == ["act"])
+        let restored = engine.decide(.network(.restored), services: services, at: t0)
+        let forCalls = restored.filter { ["act", "held", "rheld"].contains($0.service) }
+        #expect(Fixtures.render(forCalls) == "act:resume-call<reg held:reinvite-call<reg rheld:reinvite-call<reg")
+        #expect(engine.callsHeldByInterruption.isEmpty)
+    }
+
     @Test func aCallTheUserResumedDuringTheInterruptionIsForgotten() {
         var engine = RulesEngine()
         var services = Fixtures.services
