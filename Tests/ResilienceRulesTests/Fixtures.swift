@@ -50,13 +50,16 @@ enum Fixtures {
         let trigger = triggers[triggerName]!
         var engine = RulesEngine(policy: policy, appState: state, networkAvailable: trigger != .network(.restored))
         var current = services
-        if trigger == .app(.interruptionEnded) {
-            let held = Set(engine.decide(.app(.interrupted), services: current, at: t0).map(\.service))
-            for i in current.indices where held.contains(current[i].id) {
-                if case .call(let d, _) = current[i].kind { current[i].kind = .call(d, .held) }
-            }
-        }
+        if trigger == .app(.interruptionEnded) { interrupt(&engine, &current) }
         return render(engine.decide(trigger, services: current, at: t0))
+    }
+
+    /// Feeds `interrupted` and reports the calls it held as `held`, as a host would.
+    static func interrupt(_ engine: inout RulesEngine, _ services: inout [ClientService]) {
+        let held = Set(engine.decide(.app(.interrupted), services: services, at: t0).map(\.service))
+        for i in services.indices where held.contains(services[i].id) {
+            if case .call(let d, _) = services[i].kind { services[i].kind = .call(d, .held) }
+        }
     }
 
     static func render(_ batch: [PlannedAction]) -> String {

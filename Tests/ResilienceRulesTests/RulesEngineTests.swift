@@ -37,9 +37,7 @@ struct RulesEngineTests {
     @Test func anInterruptionThatEndsOfflineResumesOnTheNextRestore() {
         var engine = RulesEngine()
         var services = Fixtures.services
-        _ = engine.decide(.app(.interrupted), services: services, at: t0)
-        let index = services.firstIndex { $0.id == "act" }!
-        services[index].kind = .call(.outgoing, .held)
+        Fixtures.interrupt(&engine, &services)
         // Restored while the interruption lasts: the call is re-INVITEd but stays held.
         let during = engine.decide(.network(.changed(.defaultRoute)), services: services, at: t0)
         #expect(during.contains { $0.service == "act" && $0.kind == .reinviteCall })
