@@ -40,7 +40,8 @@ public struct Policy: Sendable, Hashable {
     public func row(for kind: ServiceKind) -> ServiceLevelRow? {
         var best: ServiceLevelRow?
         for row in levels where row.selector.matches(kind) {
-            if best == nil || row.selector.specificity >= best!.selector.specificity { best = row }
+            if let current = best, row.selector.specificity < current.selector.specificity { continue }
+            best = row
         }
         return best
     }
