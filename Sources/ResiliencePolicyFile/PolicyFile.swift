@@ -24,13 +24,27 @@ public enum PolicyFile {
     /// Reads and parses the file at `path`.
     /// - Throws: ``PolicyFileError`` (`unreadable` when the file cannot be read).
     public static func load(path: String) throws(PolicyFileError) -> PolicyDocument {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            let handle = FileHandle(forReadingAtPath: path),
+            // nil (not an error) means end of file: an empty file reads as no bytes.
+            let data = try? handle.read(upToCount: maximumSize + 1) ?? Data()
+        else {
             throw PolicyFileError(
                 .unreadable, file: path, line: 1, column: 1, message: "cannot read the file",
                 expected: "a readable YAML policy file")
         }
+        try? handle.close()
+        guard data.count <= maximumSize else {
+            throw PolicyFileError(
+                .invalidValue, file: path, line: 1, column: 1, message: "the file is larger than 1 MiB",
+                expected: "a policy file of at most 1 MiB")
+        }
         return try parse(Array(data), file: path)
     }
+
+    /// Policy files are small; anything larger (or endless, like /dev/zero) is refused unread.
+    static let maximumSize = 1 << 20
 
     /// Parses raw bytes, which must be UTF-8.
     /// - Parameter file: the name errors report.

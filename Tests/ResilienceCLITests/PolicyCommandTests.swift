@@ -70,6 +70,12 @@ struct PolicyCommandTests {
         defer { try? FileManager.default.removeItem(atPath: file) }
         #expect(try Self.run("policy", "check", file).status == 1)
         #expect(try Self.run("policy", "check", "/nonexistent.yaml").status == 1)
+        let endless = try Self.run("policy", "check", "/dev/zero")
+        #expect(endless.status == 1 && endless.stderr.contains("larger than 1 MiB"))
+        let empty = try Self.temporaryFile([])
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        let checked = try Self.run("policy", "check", empty)
+        #expect(checked.status == 1 && checked.stderr.contains("\(empty):1:1: error: the file has no YAML document"))
     }
 
     @Test(.enabled(if: built, "netres is not built"))
