@@ -16,8 +16,9 @@ public enum DurationText {
             rest = rest.dropFirst(number.count)
             let unit = rest.prefix { $0.isLetter || $0 == "µ" }
             rest = rest.dropFirst(unit.count)
-            guard let scale = unitNanoseconds[String(unit)] else { return nil }
+            guard let scale = unitNanoseconds[String(unit)], value * scale < limitSeconds * 1e9 else { return nil }
             total += .nanoseconds(Int64((value * scale).rounded()))
+            guard total < .seconds(limitSeconds) else { return nil }
         }
         return total
     }
@@ -35,6 +36,9 @@ public enum DurationText {
         if ns % 1000 == 0 { return "\(ns / 1000)us" }
         return "\(ns)ns"
     }
+
+    /// Larger values are refused rather than overflowing (about 285 years).
+    private static let limitSeconds = 9e9
 
     private static let unitNanoseconds: [String: Double] = [
         "ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9, "m": 60e9, "min": 60e9, "h": 3600e9,
