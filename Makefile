@@ -27,7 +27,8 @@ lint:
 	$(SWIFT) format lint --strict --recursive --parallel $(FORMAT_PATHS)
 
 bench: deps-test
-	$(SWIFT) build -c release --product netres-bench --product netres
+	$(SWIFT) build -c release --product netres
+	$(SWIFT) build -c release --product netres-bench
 	.build/release/netres-bench $(ARGS)
 
 clean:

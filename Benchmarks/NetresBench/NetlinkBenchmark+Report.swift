@@ -9,36 +9,48 @@ extension NetlinkBenchmark {
         var peakResidentKiB: Int
     }
 
-    /// Starts the built `netres watch --json`, lets it settle, then counts its context switches
-    /// (every thread, voluntary and not) over `idleSeconds` of an unchanging network.
-    func measureIdleWatch() throws -> IdleCost {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-            .deletingLastPathComponent().appendingPathComponent("netres")
-        let watch = Process()
-        watch.executableURL = executable
-        watch.arguments = ["watch", "--json"]
-        watch.standardOutput = FileHandle.nullDevice
-        try watch.run()
+    /// Starts the built `netres watch --json` and, beside it, the baseline — this executable doing
+    /// nothing but awaiting an empty `AsyncStream` (the Swift runtime's own idle cost: libdispatch
+    /// on Linux wakes its worker-pool monitor about once a second) — lets both settle, then counts
+    /// their context switches (every thread) over the same `idleSeconds` of an unchanging network.
+    func measureIdle() throws -> (watch: IdleCost, baseline: IdleCost) {
+        let directory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let watch = try Spawned([directory.appendingPathComponent("netres").path, "watch", "--json"], quiet: true)
+        let baseline = try Spawned([directory.appendingPathComponent("netres-bench").path, "idle-baseline"])
         defer {
-            watch.terminate()
-            watch.waitUntilExit()
+            for child in [watch, baseline] {
+                kill(child.pid, SIGTERM)
+                _ = try? child.wait()
+            }
         }
-        sleep(2)
-        let before = contextSwitches(pid: watch.processIdentifier)
+        sleep(10)  // start-up done and idle worker threads reaped
+        let before = [watch.pid, baseline.pid].map(contextSwitchesByThread)
         sleep(UInt32(idleSeconds))
-        let after = contextSwitches(pid: watch.processIdentifier)
-        let status = procStatus(pid: watch.processIdentifier)
-        return IdleCost(
-            seconds: idleSeconds, wakeups: after - before, residentKiB: status["VmRSS"] ?? -1,
-            peakResidentKiB: status["VmHWM"] ?? -1)
+        let after = [watch.pid, baseline.pid].map(contextSwitchesByThread)
+        let costs = [watch.pid, baseline.pid].indices.map { index -> IdleCost in
+            let pid = index == 0 ? watch.pid : baseline.pid
+            let status = procStatus(pid: pid)
+            // Threads present throughout count their difference, new ones all they did; a thread
+            // that exited in the window woke at least once to do so.
+            var wakeups = 0
+            for (tid, count) in after[index] { wakeups += count - (before[index][tid] ?? 0) }
+            wakeups += before[index].keys.filter { after[index][$0] == nil }.count
+            return IdleCost(
+                seconds: idleSeconds, wakeups: wakeups, residentKiB: status["VmRSS"] ?? -1,
+                peakResidentKiB: status["VmHWM"] ?? -1)
+        }
+        return (costs[0], costs[1])
     }
 
-    private func contextSwitches(pid: Int32) -> Int {
+    /// Context switches (voluntary and not) of each thread, by thread id.
+    private func contextSwitchesByThread(pid: Int32) -> [String: Int] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.reduce(0) { total, tid in
+        var counts: [String: Int] = [:]
+        for tid in tasks {
             let status = parseStatus(path: "/proc/\(pid)/task/\(tid)/status")
-            return total + (status["voluntary_ctxt_switches"] ?? 0) + (status["nonvoluntary_ctxt_switches"] ?? 0)
+            counts[tid] = (status["voluntary_ctxt_switches"] ?? 0) + (status["nonvoluntary_ctxt_switches"] ?? 0)
         }
+        return counts
     }
 
     private func procStatus(pid: Int32) -> [String: Int] { parseStatus(path: "/proc/\(pid)/status") }
@@ -48,14 +60,16 @@ extension NetlinkBenchmark {
         var fields: [String: Int] = [:]
         for line in text.split(separator: "\n") {
             let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let number = Int(parts[1].split(separator: " ").first ?? "") else { continue }
+            guard parts.count == 2, let number = Int(parts[1].split(whereSeparator: \.isWhitespace).first ?? "") else {
+                continue
+            }
             fields[String(parts[0])] = number
         }
         return fields
     }
 
     /// Prints the Markdown that goes into BENCHMARKS.md.
-    func report(admin: Samples, carrier: Samples, idle: IdleCost) {
+    func report(admin: Samples, carrier: Samples, idle: IdleCost, baseline: IdleCost) {
         let adminFloor = LatencyStats(admin.floor)
         let carrierFloor = LatencyStats(carrier.floor)
         print(
@@ -72,26 +86,56 @@ extension NetlinkBenchmark {
 
             Changes not seen by every reader within 1 s: admin \(admin.missed), carrier \(carrier.missed).
 
-            ### `netres watch` at rest
+            ### `netres watch` at rest (\(idle.seconds) s, nothing changing)
 
-            | measure | value |
-            |---|---|
-            | wake-ups (context switches, all threads) over \(idle.seconds) s | \(idle.wakeups) |
-            | wake-ups per minute | \(format1(Double(idle.wakeups) * 60 / Double(max(idle.seconds, 1)))) |
-            | resident memory (VmRSS) | \(idle.residentKiB) KiB |
-            | peak resident memory (VmHWM) | \(idle.peakResidentKiB) KiB |
+            | process | wake-ups (context switches, all threads) | per minute | VmRSS | VmHWM |
+            |---|---|---|---|---|
+            \(idle.row("`netres watch --json`"))
+            \(baseline.row("baseline: a Swift program awaiting an empty AsyncStream"))
             """)
+    }
+}
+
+extension NetlinkBenchmark.IdleCost {
+    func row(_ label: String) -> String {
+        let perMinute = format1(Double(wakeups) * 60 / Double(max(seconds, 1)))
+        return "| \(label) | \(wakeups) | \(perMinute) | \(residentKiB) KiB | \(peakResidentKiB) KiB |"
     }
 }
 
 /// Runs a command through `/bin/sh -c` and fails on a non-zero exit.
 func shell(_ command: String) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError("`\(command)` exited \(process.terminationStatus)") }
+    let status = try Spawned(["/bin/sh", "-c", command]).wait()
+    guard status == 0 else { throw BenchError("`\(command)` exited \(status)") }
+}
+
+/// A child process started with `posix_spawn`. Foundation's `Process` cannot be used here: inside
+/// a fresh namespace its run loop's wake-up socket pair fails and `waitUntilExit` never returns.
+struct Spawned {
+    let pid: pid_t
+
+    init(_ argv: [String], quiet: Bool = false) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if quiet { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
+        let cArgs = argv.map { strdup($0) } + [nil]
+        defer { for arg in cArgs { free(arg) } }
+        var child = pid_t()
+        let result = posix_spawn(&child, argv[0], &actions, nil, cArgs, environ)
+        guard result == 0 else { throw BenchError("spawn \(argv[0]): \(String(cString: strerror(result)))") }
+        pid = child
+    }
+
+    /// Waits for the exit; returns the exit status (128 + signal when killed).
+    func wait() throws -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { throw BenchError("waitpid: \(String(cString: strerror(errno)))") }
+        }
+        let signal = status & 0x7f
+        return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
 }
 
 /// Re-runs this executable inside a fresh network namespace and removes the namespace afterwards,
@@ -102,12 +146,11 @@ func runInsideOwnNamespace(arguments: [String]) throws -> Bool {
     let namespace = "nrbench-\(getpid())"
     try shell("ip netns add \(namespace)")
     defer { try? shell("ip netns delete \(namespace)") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
     let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-    process.arguments = ["netns", "exec", namespace, "env", "NETRES_BENCH_NAMESPACE=\(namespace)", me] + arguments
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchError("benchmark exited \(process.terminationStatus)") }
+    let status = try Spawned(
+        ["/usr/sbin/ip", "netns", "exec", namespace, "/usr/bin/env", "NETRES_BENCH_NAMESPACE=\(namespace)", me]
+            + arguments
+    ).wait()
+    guard status == 0 else { throw BenchError("benchmark exited \(status)") }
     return true
 }

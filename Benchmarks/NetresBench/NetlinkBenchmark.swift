@@ -54,7 +54,9 @@ struct NetlinkBenchmark {
         let floorThread = Thread { while floorSocket.readLinks({ floor.record(($0, $1)) }) {} }
         floorThread.start()
 
-        let monitor = NetlinkMonitor(filter: InterfaceFilter(["nrb0"]), holdDown: .zero, logger: Logger(label: "bench"))
+        var logger = Logger(label: "netres-bench")
+        logger.logLevel = .warning
+        let monitor = NetlinkMonitor(filter: InterfaceFilter(["nrb0"]), holdDown: .zero, logger: logger)
         try await monitor.start()
         let raw = Recorder<LinkState>()
         let paths = Recorder<PathTransition.Kind>()
@@ -106,8 +108,8 @@ struct NetlinkBenchmark {
         await monitor.shutdown()
         shutdown(floorSocket.fd, Int32(SHUT_RDWR))
 
-        let idle = try measureIdleWatch()
-        report(admin: admin, carrier: carrier, idle: idle)
+        let idle = try measureIdle()
+        report(admin: admin, carrier: carrier, idle: idle.watch, baseline: idle.baseline)
     }
 
     struct Samples {

@@ -48,7 +48,8 @@ public struct NetlinkError: Error, Hashable, Sendable, CustomStringConvertible {
     public var isShutDown: Bool { code == .shutDown }
 
     static func timedOut(after timeout: Duration, reason: LossReason) -> NetlinkError {
-        NetlinkError(.timedOut(reason), "network path not satisfied after \(timeout): \(reason.rawValue)")
+        NetlinkError(
+            .timedOut(reason), "network path not satisfied after \(DurationText.format(timeout)): \(reason.rawValue)")
     }
 
     static let shutDown = NetlinkError(.shutDown, "the netlink monitor was shut down")

@@ -33,3 +33,15 @@ public enum PathChange: String, Hashable, Sendable, Codable, CaseIterable {
     /// The primary interface is now another one.
     case interfaceSwitched
 }
+
+extension PathTransition.Kind: CustomStringConvertible {
+    /// `initial`, `lost(no-carrier)`, `restored after 1.5s`, `changed(address)`.
+    public var description: String {
+        switch self {
+        case .initial: "initial"
+        case .lost(let reason): "lost(\(reason.rawValue))"
+        case .restored(let downtime): "restored after \(DurationText.format(downtime))"
+        case .changed(let change): "changed(\(change.rawValue))"
+        }
+    }
+}
