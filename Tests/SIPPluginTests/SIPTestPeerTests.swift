@@ -1,0 +1,164 @@
+import Foundation
+import Logging
+import ResilienceCore
+import Testing
+
+@testable import SIPPlugin
+
+/// The UA against a scripted peer on loopback: malformed input, retransmission timing, stale
+/// nonces. No Kamailio needed.
+@Suite(.timeLimit(.minutes(1)))
+struct SIPTestPeerTests {
+    func makeAgent(
+        port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers()
+    )
+        -> SIPUserAgent
+    {
+        let account = SIPAccount(
+            name: user, registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: user,
+            domain: "127.0.0.1", password: "secret", expires: 300)
+        return SIPUserAgent(account: account, timers: timers, logger: testLogger("peer"))
+    }
+
+    static func ok(_ request: [UInt8], extra: String = "") -> [UInt8] {
+        guard let message = try? SIPParser.parse(datagram: request) else { return [] }
+        var response = message.makeResponse(status: 200, reason: "OK", toTag: "peer")
+        if !extra.isEmpty { response.headers.add("X-Extra", extra) }
+        return response.serialized()
+    }
+
+    @Test func malformedResponsesDoNotWedgeTheAgent() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> Int in
+                var answered = 0
+                for _ in 0..<2 {
+                    guard let (request, from) = peer.receive(within: 5) else { return answered }
+                    let valid = Self.ok(request)
+                    let text = String(decoding: valid, as: UTF8.self)
+                    peer.send((0..<200).map { _ in UInt8.random(in: 0...255) }, to: from)  // garbage
+                    peer.send(Array(valid.prefix(valid.count / 2)), to: from)  // truncated
+                    peer.send(Array(text.replacingOccurrences(of: "Content-Length: 0", with: "l: 50").utf8), to: from)
+                    peer.send(Array(text.replacingOccurrences(of: "Content-Length: 0", with: "l: x").utf8), to: from)
+                    peer.send(Array("\r\n\r\n".utf8), to: from)
+                    peer.send(valid, to: from)
+                    answered += 1
+                }
+                return answered
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await agent.registrationStatus.contact != nil)
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == 2)
+        await agent.close()
+    }
+
+    @Test func udpRequestsAreRetransmittedWithTheSameBranchAndDoublingIntervals() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(50), t2: .milliseconds(400)))
+        let script = Task {
+            await peer.run { peer -> [(String?, Date)] in
+                var seen: [(String?, Date)] = []
+                while seen.count < 3, let (request, from) = peer.receive(within: 5) {
+                    seen.append(((try? SIPParser.parse(datagram: request))?.topViaBranch, Date()))
+                    if seen.count == 3 { peer.send(Self.ok(request), to: from) }
+                }
+                return seen
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        let seen = await script.value
+        #expect(seen.count == 3)
+        #expect(Set(seen.map(\.0)).count == 1)
+        if seen.count == 3 {
+            #expect(seen[1].1.timeIntervalSince(seen[0].1) >= 0.04)
+            #expect(seen[2].1.timeIntervalSince(seen[1].1) >= 0.09)
+        }
+        await agent.close()
+    }
+
+    @Test func silentPeerTimesOutAfter64T1WithARetryableError() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(10), t2: .milliseconds(200)))
+        let counter = Task {
+            await peer.run { peer -> Int in
+                var count = 0
+                while peer.receive(within: 1.5) != nil { count += 1 }
+                return count
+            }
+        }
+        let started = ContinuousClock.now
+        await #expect {
+            try await agent.register(path: loopbackPath())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(600))
+        let count = await counter.value
+        #expect((5...8).contains(count), "sent \(count) copies")
+        await agent.close()
+    }
+
+    @Test func staleNonceIsRetriedOnceWithTheNewNonce() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> [String?] in
+                var authorizations: [String?] = []
+                let challenges = [
+                    "Digest realm=\"127.0.0.1\", nonce=\"first\", qop=\"auth\"",
+                    "Digest realm=\"127.0.0.1\", nonce=\"second\", qop=\"auth\", stale=true",
+                ]
+                while authorizations.count < 3, let (bytes, from) = peer.receive(within: 5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    authorizations.append(request.headers["Authorization"])
+                    if authorizations.count <= 2 {
+                        var response = request.makeResponse(status: 401, reason: "Unauthorized", toTag: "p")
+                        response.headers.add("WWW-Authenticate", challenges[authorizations.count - 1])
+                        peer.send(response.serialized(), to: from)
+                    } else {
+                        peer.send(Self.ok(bytes), to: from)
+                    }
+                }
+                return authorizations
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        let authorizations = await script.value
+        #expect(authorizations.count == 3)
+        #expect(authorizations.first == .some(nil))
+        #expect(authorizations.dropFirst().first??.contains("nonce=\"first\"") == true)
+        #expect(authorizations.last??.contains("nonce=\"second\"") == true)
+        await agent.close()
+    }
+}
+
+extension SIPTestPeerTests {
+    @Test func brokenStreamFramingClosesTheConnectionAndTheNextRequestReconnects() async throws {
+        let peer = try TCPTestPeer()
+        let agent = makeAgent(port: peer.port, transport: .tcp)
+        let script = Task {
+            await peer.run { peer -> Int in
+                guard let first = peer.accept(within: 5) else { return 0 }
+                defer { close(first) }
+                guard peer.receive(on: first, within: 5) != nil else { return 0 }
+                // No Content-Length on a stream: framing is lost, the UA must drop the connection.
+                peer.send(Array("SIP/2.0 200 OK\r\nCSeq: 1 REGISTER\r\n\r\n".utf8), on: first)
+                guard let second = peer.accept(within: 10) else { return 1 }
+                defer { close(second) }
+                guard let request = peer.receive(on: second, within: 5) else { return 1 }
+                peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: second)
+                return 2
+            }
+        }
+        let started = ContinuousClock.now
+        await #expect(throws: PluginError.self) { try await agent.register(path: loopbackPath()) }
+        #expect(ContinuousClock.now - started < .seconds(10), "a closed flow fails at once, not after 64×T1")
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == 2)
+        #expect(await agent.registrationStatus.contact?.hasSuffix(";transport=tcp") == true)
+        await agent.close()
+    }
+}
