@@ -14,8 +14,11 @@ extension SIPUserAgent {
         var state =
             subscriptions[service]
             ?? SubscriptionState(target: target, resource: target.resource ?? account.addressOfRecord)
-        if case .terminated(let reason, false) = state.status.state {
-            throw PluginError.permanent("subscription to \(target.package.sipEvent) ended: \(reason)")
+        if case .terminated(let reason, let resubscribe) = state.status.state {
+            guard resubscribe else {
+                throw PluginError.permanent("subscription to \(target.package.sipEvent) ended: \(reason)")
+            }
+            state = SubscriptionState(target: target, resource: state.resource)
         }
         subscriptions[service] = state
         for _ in 0..<3 {
@@ -66,7 +69,8 @@ extension SIPUserAgent {
         }
         let flow = try await flow(for: path)
         let response = try await sendSubscribe(service: service, expires: 0, over: flow)
-        subscriptions[service] = nil
+        // Keep the dialog identifiers so the notifier's final NOTIFY is answered 200, not 481.
+        subscriptions[service]?.status.state = .terminated(reason: "unsubscribed", resubscribe: true)
         guard let status = response.status, (200..<300).contains(status) || status == 481 else {
             throw Self.failure(response, "SUBSCRIBE (unsubscribe)")
         }

@@ -15,7 +15,11 @@ final class KamailioHarness: Sendable {
     static let kamcmd = ["/usr/sbin/kamcmd", "/usr/local/sbin/kamcmd"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
-    static var isInstalled: Bool { executable != nil && kamcmd != nil }
+    /// Empty db_text tables shipped by Debian's `kamailio` package.
+    static let dbTextTables = "/usr/share/kamailio/dbtext/kamailio"
+    static var isInstalled: Bool {
+        executable != nil && kamcmd != nil && FileManager.default.fileExists(atPath: "\(dbTextTables)/presentity")
+    }
     static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
     static var template: URL {
@@ -38,6 +42,12 @@ final class KamailioHarness: Sendable {
         let config = try String(contentsOf: Self.template, encoding: .utf8)
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)
+        let database = directory.appendingPathComponent("db")
+        try FileManager.default.createDirectory(at: database, withIntermediateDirectories: true)
+        for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {
+            try FileManager.default.copyItem(
+                atPath: "\(Self.dbTextTables)/\(table)", toPath: database.appendingPathComponent(table).path)
+        }
         let configPath = directory.appendingPathComponent("kamailio.cfg").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
         pid = try spawn(

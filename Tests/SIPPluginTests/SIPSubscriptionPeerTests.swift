@@ -103,7 +103,9 @@ struct SIPSubscriptionPeerTests {
         #expect(status.lastBody == Array("<reginfo/>".utf8))
         try await agent.subscribe(Self.target, service: Self.service, path: path)
         try await agent.unsubscribe(service: Self.service, path: path)
-        #expect(await agent.subscriptionStatus(Self.service).state == SubscriptionStatus.State.none)
+        #expect(
+            await agent.subscriptionStatus(Self.service).state
+                == .terminated(reason: "unsubscribed", resubscribe: true))
         let log = await script.value
         #expect(
             log == [
