@@ -41,11 +41,12 @@ final class SIPTransport: Sendable {
     /// Opens a flow bound to `localHost` (port chosen by the kernel).
     static func open(
         kind: SIPTransportKind, localHost: String, remote: SocketAddress, logger: Logger,
-        onClose: @escaping @Sendable () -> Void, inbound: @escaping SIPInboundHandler
+        onClose: @escaping @Sendable () -> Void, onPong: @escaping @Sendable () -> Void,
+        inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
         let local = try SocketAddress(ipAddress: localHost, port: 0)
         let group = MultiThreadedEventLoopGroup.singleton
-        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onClose: onClose)
+        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onClose: onClose, onPong: onPong)
         let channel: any Channel
         switch kind {
         case .udp:
@@ -102,6 +103,7 @@ struct SIPFrameDecoder: ByteToMessageDecoder {
             return .needMoreData
         case .keepAlive(let consumed):
             buffer.moveReaderIndex(forwardBy: consumed)
+            context.fireUserInboundEventTriggered(KeepAlivePong())
             return .continue
         case .message(let message, let consumed):
             buffer.moveReaderIndex(forwardBy: consumed)
@@ -123,7 +125,12 @@ struct FlowCallbacks: Sendable {
     let logger: Logger
     let inbound: SIPInboundHandler
     let onClose: @Sendable () -> Void
+    /// A CRLF arrived between messages on a stream (RFC 5626 §4.4.1 pong).
+    let onPong: @Sendable () -> Void
 }
+
+/// The user event ``SIPFrameDecoder`` raises for bare CRLFs on a stream.
+struct KeepAlivePong {}
 
 final class DatagramInbound: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
@@ -183,6 +190,14 @@ final class StreamInbound: ChannelInboundHandler {
     func channelInactive(context: ChannelHandlerContext) {
         flow.onClose()
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is KeepAlivePong {
+            flow.onPong()
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

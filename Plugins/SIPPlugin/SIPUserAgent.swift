@@ -19,6 +19,9 @@ public actor SIPUserAgent {
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
     var publication: PublicationState?
+    /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
+    var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
+    var pongGeneration: UInt64 = 0
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
     public nonisolated let events: AsyncStream<SIPEvent>
     nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
@@ -61,6 +64,7 @@ public actor SIPUserAgent {
             opened = try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, logger: logger,
                 onClose: { [weak self] in Task { await self?.flowClosed() } },
+                onPong: { [weak self] in Task { await self?.pongReceived() } },
                 inbound: { [weak self, table] message, reply in
                     if message.isRequest {
                         if message.method?.uppercased() == "NOTIFY" {
@@ -68,8 +72,9 @@ public actor SIPUserAgent {
                         } else if let answer = Self.immediateAnswer(to: message) {
                             reply(answer)
                         }
-                    } else if !table.deliver(message) {
-                        // A late retransmission's answer or a stray response: nothing waits for it.
+                    } else {
+                        // False for a late retransmission's answer or a stray response: dropped.
+                        table.deliver(message)
                     }
                 })
         } catch {
@@ -79,7 +84,8 @@ public actor SIPUserAgent {
         return opened
     }
 
-    private func flowClosed() {
+    func flowClosed() {
+        if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         guard let current = transport, !current.isActive else { return }
         table.flowClosed(ObjectIdentifier(current))
         transport = nil
@@ -94,13 +100,6 @@ public actor SIPUserAgent {
             table.flowClosed(ObjectIdentifier(current))
             await current.close()
         }
-    }
-
-    /// RFC 5626 §4.4.1 CRLF keep-alive on a stream flow; datagram flows are kept by refreshes.
-    public func sendKeepAlive(path: NetworkPath) async throws {
-        let flow = try await flow(for: path)
-        guard flow.kind == .tcp else { return }
-        try await flow.send(bytes: Array("\r\n\r\n".utf8))
     }
 
     /// Closes the flow (shutdown).

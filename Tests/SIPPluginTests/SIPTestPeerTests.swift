@@ -162,3 +162,30 @@ extension SIPTestPeerTests {
         await agent.close()
     }
 }
+
+extension SIPTestPeerTests {
+    @Test func missingPongClosesTheFlow() async throws {
+        let peer = try TCPTestPeer()
+        let agent = makeAgent(
+            port: peer.port, transport: .tcp, timers: SIPTimers(pongTimeout: .milliseconds(200)))
+        let script = Task {
+            await peer.run { peer -> Bool in
+                guard let connection = peer.accept(within: 5) else { return false }
+                defer { close(connection) }
+                guard let request = peer.receive(on: connection, within: 5) else { return false }
+                peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: connection)
+                // Swallow the CRLF ping without answering until the agent gives up.
+                return peer.receive(on: connection, within: 3) == nil
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        await #expect {
+            try await agent.sendKeepAlive(path: loopbackPath())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        #expect(await agent.boundAddress == nil)
+        #expect(await script.value)
+        await agent.close()
+    }
+}
