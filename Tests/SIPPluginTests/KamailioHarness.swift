@@ -34,11 +34,12 @@ final class KamailioHarness: Sendable {
     ///
     /// Spawned with `posix_spawn`, not Foundation's `Process`: Kamailio closes inherited file
     /// descriptors at start-up, which makes `Process` believe it exited and block in `waitpid`.
-    init() throws {
+    /// - Parameter port: reuse a port (to restart a registrar where clients expect it).
+    init(port reusedPort: Int? = nil) throws {
         guard let executable = Self.executable else { throw HarnessError("kamailio is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-kam-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try freePort()
+        port = try reusedPort ?? freePort()
         let config = try String(contentsOf: Self.template, encoding: .utf8)
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)

@@ -68,7 +68,10 @@ struct SIPRegistrationKamailioTests {
         }
     }
 
-    @Test func addressChangeBindsTheNewContactAndRemovesTheOld() async throws {
+    /// With or without a `close-stale-transports` first: `register` itself rebuilds a flow
+    /// whose address left the path.
+    @Test(arguments: [true, false])
+    func addressChangeBindsTheNewContactAndRemovesTheOld(closeStaleFirst: Bool) async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("roamer")
             let (plugin, account) = makePlugin(kamailio, user: user)
@@ -78,8 +81,10 @@ struct SIPRegistrationKamailioTests {
             #expect(try kamailio.boundContacts() == [old])
 
             let moved = context("127.0.0.2")
-            try await plugin.perform(action(.closeStaleTransports, account.registrationService), context: moved)
-            #expect(await agent.boundAddress == nil)
+            if closeStaleFirst {
+                try await plugin.perform(action(.closeStaleTransports, account.registrationService), context: moved)
+                #expect(await agent.boundAddress == nil)
+            }
             try await plugin.perform(action(.register, account.registrationService), context: moved)
             try await plugin.perform(action(.unregisterOldContact, account.registrationService), context: moved)
             let new = try #require(await agent.registrationStatus.contact)
@@ -88,6 +93,32 @@ struct SIPRegistrationKamailioTests {
             #expect(try kamailio.boundContacts() == [new])
             await agent.close()
         }
+    }
+
+    @Test(arguments: [SIPTransportKind.udp, .tcp])
+    func registrarRestartFailsRetryablyThenRegistersAgain(transport: SIPTransportKind) async throws {
+        let first = try KamailioHarness()
+        let user = uniqueUser("phoenix")
+        let account = SIPAccount(
+            name: user, registrarHost: "127.0.0.1", registrarPort: first.port, transport: transport, user: user,
+            domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
+        let plugin = SIPPlugin(
+            accounts: [account], timers: SIPTimers(t1: .milliseconds(20), t2: .milliseconds(200)),
+            logger: testLogger(user))
+        try await plugin.perform(action(.register, account.registrationService), context: context())
+        first.stop()
+        await #expect {
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        let second = try KamailioHarness(port: first.port)
+        defer { second.stop() }
+        try await plugin.perform(action(.register, account.registrationService), context: context())
+        let contact = try #require(await plugin.agent(for: user)!.registrationStatus.contact)
+        #expect(try second.boundContacts() == [contact])
+        #expect(second.requestCount(method: "REGISTER", user: user) == 2)  // 401, then 200
+        await plugin.agent(for: user)!.close()
     }
 
     @Test func serviceUnavailableCarriesRetryAfter() async throws {
