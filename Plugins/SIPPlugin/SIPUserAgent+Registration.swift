@@ -35,6 +35,17 @@ extension SIPUserAgent {
             staleContacts: registration.staleContacts)
     }
 
+    /// Whether push notification can wake this client (RFC 8599): false while no token is known,
+    /// which a client shows as "push service not available".
+    public var isPushAvailable: Bool { push != nil }
+
+    /// Sets (or clears) the push parameters. The next `register` binds a Contact with the new
+    /// `pn-prid` and removes the binding that carried the old one.
+    public func setPushParameters(_ parameters: PushParameters?) {
+        if parameters != push { logger.info("sip.push-token-changed", metadata: ["available": "\(parameters != nil)"]) }
+        push = parameters
+    }
+
     /// Registers (or refreshes) the Contact for the current path. When the address changed, the
     /// same REGISTER removes the old binding (`expires=0`).
     /// - Throws: ``PluginError``: `retryAfter` for 503 with Retry-After, permanent for 4xx other
@@ -117,7 +128,7 @@ extension SIPUserAgent {
     /// `sip:user@host:port` of the flow, with `transport=tcp` and RFC 8599 push parameters.
     func contactURI(on flow: SIPTransport) -> String {
         let transport = flow.kind == .tcp ? ";transport=tcp" : ""
-        return "sip:\(account.user)@\(flow.sentBy)\(transport)\(account.push?.uriParameters ?? "")"
+        return "sip:\(account.user)@\(flow.sentBy)\(transport)\(push?.uriParameters ?? "")"
     }
 
     /// RFC 5626 Contact header parameters.

@@ -16,6 +16,8 @@ public actor SIPUserAgent {
     let table = TransactionTable()
     var transport: SIPTransport?
     var registration: RegistrationState
+    /// RFC 8599 parameters in the Contact; starts as the account's, changes with the push token.
+    var push: PushParameters?
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
     var publication: PublicationState?
@@ -33,6 +35,7 @@ public actor SIPUserAgent {
         logger[metadataKey: "sip.account"] = "\(account.name)"
         self.logger = logger
         self.registration = RegistrationState(expires: account.expires)
+        self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
 

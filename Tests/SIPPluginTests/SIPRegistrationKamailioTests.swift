@@ -176,6 +176,23 @@ struct SIPRegistrationKamailioTests {
         }
     }
 
+    @Test func pushTokenChangeRebindsWithTheNewTokenOnly() async throws {
+        try await withKamailio { kamailio in
+            let user = uniqueUser("token")
+            let (plugin, account) = makePlugin(kamailio, user: user)
+            let agent = plugin.agent(for: user)!
+            #expect(await agent.isPushAvailable == false)
+            await agent.setPushParameters(PushParameters(provider: "fcm", prid: "first-token"))
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            #expect(try kamailio.boundContacts().map { $0.contains("pn-prid=first-token") } == [true])
+            await agent.setPushParameters(PushParameters(provider: "fcm", prid: "second-token"))
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            #expect(try kamailio.boundContacts().map { $0.contains("pn-prid=second-token") } == [true])
+            #expect(await agent.isPushAvailable)
+            await agent.close()
+        }
+    }
+
     @Test func ipv6FlowRegisters() async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("six")
