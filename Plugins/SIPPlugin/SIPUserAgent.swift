@@ -154,6 +154,9 @@ public actor SIPUserAgent {
             let response: SIPMessage
             do {
                 response = try await runNonInviteTransaction(request, over: flow, table: table, timers: timers)
+            } catch  where Task.isCancelled {
+                // The executor cancelled the action (new epoch, deadline): say so, not "timeout".
+                throw CancellationError()
             } catch TransactionFailure.timeout {
                 throw PluginError("no response to \(method) within \(timers.transactionTimeout)")
             } catch TransactionFailure.flowClosed {

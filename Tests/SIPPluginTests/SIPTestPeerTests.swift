@@ -189,3 +189,18 @@ extension SIPTestPeerTests {
         await agent.close()
     }
 }
+
+extension SIPTestPeerTests {
+    @Test func cancellingAnActionEndsItPromptlyWithCancellationError() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let attempt = Task { try await agent.register(path: loopbackPath()) }
+        let silent = await peer.run { peer in peer.receive(within: 5) != nil }
+        #expect(silent)
+        let started = ContinuousClock.now
+        attempt.cancel()
+        await #expect(throws: CancellationError.self) { try await attempt.value }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        await agent.close()
+    }
+}
