@@ -34,8 +34,10 @@ final class KamailioHarness: Sendable {
     ///
     /// Spawned with `posix_spawn`, not Foundation's `Process`: Kamailio closes inherited file
     /// descriptors at start-up, which makes `Process` believe it exited and block in `waitpid`.
-    /// - Parameter port: reuse a port (to restart a registrar where clients expect it).
-    init(port reusedPort: Int? = nil) throws {
+    /// - Parameters:
+    ///   - port: reuse a port (to restart a registrar where clients expect it).
+    ///   - authAlgorithm: the digest algorithm Kamailio challenges with: "" (MD5) or "SHA-256".
+    init(port reusedPort: Int? = nil, authAlgorithm: String = "") throws {
         guard let executable = Self.executable else { throw HarnessError("kamailio is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-kam-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -43,6 +45,7 @@ final class KamailioHarness: Sendable {
         let config = try String(contentsOf: Self.template, encoding: .utf8)
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)
+            .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: authAlgorithm)
         let database = directory.appendingPathComponent("db")
         try FileManager.default.createDirectory(at: database, withIntermediateDirectories: true)
         for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {

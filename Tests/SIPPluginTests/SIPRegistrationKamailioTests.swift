@@ -121,6 +121,24 @@ struct SIPRegistrationKamailioTests {
         await plugin.agent(for: user)!.close()
     }
 
+    @Test func sha256DigestRegistersAndAWrongPasswordStillFailsOnce() async throws {
+        let kamailio = try KamailioHarness(authAlgorithm: "SHA-256")
+        defer { kamailio.stop() }
+        let user = uniqueUser("sha")
+        let (plugin, account) = makePlugin(kamailio, user: user)
+        try await plugin.perform(action(.register, account.registrationService), context: context())
+        #expect(try kamailio.boundContacts().count == 1)
+        #expect(await plugin.agent(for: user)!.auth?.challenge.algorithm == .sha256)
+        let intruder = uniqueUser("shabad")
+        let (badPlugin, badAccount) = makePlugin(kamailio, user: intruder, password: "wrong")
+        await #expect(throws: PluginError.self) {
+            try await badPlugin.perform(action(.register, badAccount.registrationService), context: context())
+        }
+        #expect(kamailio.requestCount(method: "REGISTER", user: intruder) == 2)
+        await plugin.agent(for: user)!.close()
+        await badPlugin.agent(for: intruder)!.close()
+    }
+
     @Test func serviceUnavailableCarriesRetryAfter() async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("busy")

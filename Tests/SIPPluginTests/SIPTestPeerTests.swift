@@ -204,3 +204,47 @@ extension SIPTestPeerTests {
         await agent.close()
     }
 }
+
+extension SIPTestPeerTests {
+    @Test func proxyChallengeIsAnsweredWithProxyAuthorizationUsingTheStrongestAlgorithm() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> [String] in
+                var seen: [String] = []
+                while seen.count < 2, let (bytes, from) = peer.receive(within: 5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    if seen.isEmpty {
+                        seen.append("first")
+                        var response = request.makeResponse(status: 407, reason: "Proxy Authentication Required")
+                        response.headers.add("Proxy-Authenticate", "Digest realm=\"p\", nonce=\"n1\", qop=\"auth\"")
+                        response.headers.add(
+                            "Proxy-Authenticate", "Digest realm=\"p\", nonce=\"n2\", qop=\"auth\", algorithm=SHA-256")
+                        peer.send(response.serialized(), to: from)
+                    } else {
+                        let value = request.headers["Proxy-Authorization"] ?? ""
+                        let parameters = Dictionary(
+                            SIPHeaders.splitList(String(value.dropFirst("Digest ".count))).compactMap { item in
+                                let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
+                                return pair.count == 2
+                                    ? (pair[0], pair[1].replacingOccurrences(of: "\"", with: "")) : nil
+                            }, uniquingKeysWith: { first, _ in first })
+                        let expected = DigestCredentials(username: "peer", password: "secret").response(
+                            to: DigestChallenge(realm: "p", nonce: "n2", algorithm: .sha256), method: "REGISTER",
+                            uri: parameters["uri"] ?? "", nonceCount: UInt32(parameters["nc"] ?? "", radix: 16) ?? 0,
+                            cnonce: parameters["cnonce"] ?? "")
+                        seen.append(
+                            "\(parameters["algorithm"] ?? "-") \(parameters["nonce"] ?? "-") "
+                                + "\(parameters["response"] == expected) www=\(request.headers["Authorization"] != nil)"
+                        )
+                        peer.send(Self.ok(bytes), to: from)
+                    }
+                }
+                return seen
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == ["first", "SHA-256 n2 true www=false"])
+        await agent.close()
+    }
+}
