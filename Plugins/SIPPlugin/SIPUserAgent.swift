@@ -24,6 +24,8 @@ public actor SIPUserAgent {
     /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
     var pongGeneration: UInt64 = 0
+    /// A flow being opened, shared by interleaved actions that need the same address.
+    var opening: (local: String, task: Task<SIPTransport, any Error>)?
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
     public nonisolated let events: AsyncStream<SIPEvent>
     nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
@@ -56,15 +58,27 @@ public actor SIPUserAgent {
             throw PluginError("no usable \(family.rawValue) address on the current path")
         }
         if let current = transport, current.isActive, current.localHost == local { return current }
+        // Actions of different services (registration, subscriptions) may interleave here: they
+        // share one opening instead of racing to open two flows.
+        if let opening, opening.local == local { return try await opening.task.value }
         if let stale = transport {
             logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
             transport = nil
+            table.flowClosed(ObjectIdentifier(stale))
             await stale.close()
         }
+        let task = Task { try await openFlow(local: local, remote: remote) }
+        opening = (local, task)
+        defer { if opening?.task == task { opening = nil } }
+        let opened = try await task.value
+        transport = opened
+        return opened
+    }
+
+    private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
         let table = self.table
-        let opened: SIPTransport
         do {
-            opened = try await SIPTransport.open(
+            return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, logger: logger,
                 onClose: { [weak self] in Task { await self?.flowClosed() } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
@@ -83,13 +97,11 @@ public actor SIPUserAgent {
         } catch {
             throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
         }
-        transport = opened
-        return opened
     }
 
     func flowClosed() {
-        if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         guard let current = transport, !current.isActive else { return }
+        if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         table.flowClosed(ObjectIdentifier(current))
         transport = nil
     }

@@ -67,4 +67,26 @@ struct SIPSubscriptionKamailioTests {
         #expect(await agent.publicationETag == nil)
         await agent.close()
     }
+
+    @Test func interleavedActionsOfOneAccountShareOneFlow() async throws {
+        let kamailio = try KamailioHarness()
+        defer { kamailio.stop() }
+        let user = uniqueUser("bee")
+        let account = SIPAccount(
+            name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, user: user, domain: "127.0.0.1",
+            password: "secret-\(user)", subscriptions: [SubscriptionTarget(package: .messageSummary)])
+        let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
+        let subscription = account.subscriptions[0].service(of: account)
+        async let registered: Void = plugin.perform(action(.register, account.registrationService), context: context())
+        async let subscribed: Void = plugin.perform(action(.subscribe, subscription), context: context())
+        _ = try await (registered, subscribed)
+        // pua_reginfo's own PUBLISH for this user comes from Kamailio's port: leave it out.
+        let log = try String(contentsOfFile: kamailio.logPath, encoding: .utf8)
+        let sources = Set(
+            log.split(separator: "\n").filter { $0.contains("NRTEST") && $0.contains("user=\(user) ") }
+                .compactMap { $0.split(separator: " ").first { $0.hasPrefix("src=") } }
+                .filter { !$0.hasSuffix(":\(kamailio.port)") })
+        #expect(sources.count == 1, "requests came from \(sources)")
+        await plugin.agent(for: user)!.close()
+    }
 }
