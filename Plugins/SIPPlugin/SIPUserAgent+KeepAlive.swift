@@ -12,15 +12,21 @@ extension SIPUserAgent {
         pongGeneration += 1
         let id = pongGeneration
         let timeout = timers.pongTimeout
+        // The pong may be handled while this actor waits for the send: count pongs so one that
+        // arrives before the waiter is installed still counts.
+        let pongsBefore = pongCount
         try await flow.send(bytes: Array("\r\n\r\n".utf8))
-        let answered = await withCheckedContinuation { continuation in
-            pongWaiter?.continuation.resume(returning: false)
-            pongWaiter = (id, continuation)
-            Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                await self?.endPongWait(id: id, answered: false)
+        let answered =
+            pongCount > pongsBefore
+            ? true
+            : await withCheckedContinuation { continuation in
+                pongWaiter?.continuation.resume(returning: false)
+                pongWaiter = (id, continuation)
+                Task { [weak self] in
+                    try? await Task.sleep(for: timeout)
+                    await self?.endPongWait(id: id, answered: false)
+                }
             }
-        }
         guard answered else {
             logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
             if transport === flow {
@@ -33,6 +39,7 @@ extension SIPUserAgent {
     }
 
     func pongReceived() {
+        pongCount &+= 1
         guard let waiter = pongWaiter else { return }
         endPongWait(id: waiter.id, answered: true)
     }

@@ -24,6 +24,7 @@ public actor SIPUserAgent {
     /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
     var pongGeneration: UInt64 = 0
+    var pongCount: UInt64 = 0
     /// A flow being opened, shared by interleaved actions that need the same address.
     var opening: (local: String, task: Task<SIPTransport, any Error>)?
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
