@@ -211,10 +211,11 @@ struct SIPRegistrationKamailioTests {
         }
     }
 
-    @Test func ipv6FlowRegisters() async throws {
+    @Test(arguments: [SIPTransportKind.udp, .tcp])
+    func ipv6FlowRegisters(transport: SIPTransportKind) async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("six")
-            let (plugin, account) = makePlugin(kamailio, user: user, host: "::1")
+            let (plugin, account) = makePlugin(kamailio, user: user, transport: transport, host: "::1")
             try await plugin.perform(action(.register, account.registrationService), context: context("::1"))
             let contact = try #require(await plugin.agent(for: user)!.registrationStatus.contact)
             #expect(contact.hasPrefix("sip:\(user)@[::1]:"))
