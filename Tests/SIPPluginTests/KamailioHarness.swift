@@ -20,6 +20,20 @@ final class KamailioHarness: Sendable {
     static var isInstalled: Bool {
         executable != nil && kamcmd != nil && FileManager.default.fileExists(atPath: "\(dbTextTables)/presentity")
     }
+    /// Whether `::1` can be bound here (IPv6 may be disabled in containers).
+    static let hasIPv6Loopback: Bool = {
+        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        } == 0
+    }()
     static var isCI: Bool { ProcessInfo.processInfo.environment["CI"] == "true" }
 
     static var template: URL {
@@ -42,10 +56,15 @@ final class KamailioHarness: Sendable {
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-kam-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try reusedPort ?? freePort()
-        let config = try String(contentsOf: Self.template, encoding: .utf8)
+        var config = try String(contentsOf: Self.template, encoding: .utf8)
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: authAlgorithm)
+        if !Self.hasIPv6Loopback {
+            // Containers without IPv6: Kamailio would refuse to start on a [::1] listener.
+            config = config.split(separator: "\n", omittingEmptySubsequences: false)
+                .filter { !$0.contains("[::1]") }.joined(separator: "\n")
+        }
         let database = directory.appendingPathComponent("db")
         try FileManager.default.createDirectory(at: database, withIntermediateDirectories: true)
         for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {
