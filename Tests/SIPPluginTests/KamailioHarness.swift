@@ -15,10 +15,16 @@ final class KamailioHarness: Sendable {
     static let kamcmd = ["/usr/sbin/kamcmd", "/usr/local/sbin/kamcmd"].first {
         FileManager.default.isExecutableFile(atPath: $0)
     }
+    /// Kamailio's module folder (Debian multiarch or a source install).
+    static let modules = [
+        "/usr/lib/x86_64-linux-gnu/kamailio/modules", "/usr/lib/aarch64-linux-gnu/kamailio/modules",
+        "/usr/lib64/kamailio/modules", "/usr/lib/kamailio/modules", "/usr/local/lib64/kamailio/modules",
+    ].first { FileManager.default.fileExists(atPath: "\($0)/registrar.so") }
     /// Empty db_text tables shipped by Debian's `kamailio` package.
     static let dbTextTables = "/usr/share/kamailio/dbtext/kamailio"
     static var isInstalled: Bool {
-        executable != nil && kamcmd != nil && FileManager.default.fileExists(atPath: "\(dbTextTables)/presentity")
+        executable != nil && kamcmd != nil && modules != nil
+            && FileManager.default.fileExists(atPath: "\(dbTextTables)/presentity")
     }
     /// Whether `::1` can be bound here (IPv6 may be disabled in containers).
     static let hasIPv6Loopback: Bool = {
@@ -60,6 +66,7 @@ final class KamailioHarness: Sendable {
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: authAlgorithm)
+            .replacingOccurrences(of: "@MODULES@", with: Self.modules ?? "")
         if !Self.hasIPv6Loopback {
             // Containers without IPv6: Kamailio would refuse to start on a [::1] listener.
             config = config.split(separator: "\n", omittingEmptySubsequences: false)

@@ -8,7 +8,7 @@ import Testing
 /// Subscriptions (reg, presence) and PUBLISH against a real Kamailio presence server.
 @Suite(
     .serialized,
-    .enabled(if: KamailioHarness.isInstalled, "kamailio/kamcmd not installed: Kamailio suite SKIPPED"),
+    .enabled(if: KamailioHarness.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
     .timeLimit(.minutes(1))
 )
 struct SIPSubscriptionKamailioTests {
