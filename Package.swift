@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "SIPPlugin",
             dependencies: [
-                "ResilienceCore", log,
+                "ResilienceCore", log, lifecycle,
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -131,6 +131,8 @@ let package = Package(
         .testTarget(
             name: "SIPPluginTests",
             dependencies: ["SIPPlugin", "ResilienceCore", log],
+            // The Kamailio config template is read through #filePath, not bundled.
+            exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,0 +1,103 @@
+public import ResilienceCore
+
+/// One SIP account: where to register, as whom, and what to keep subscribed.
+///
+/// `description` never shows the password.
+public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
+    /// Identifier used in service ids (`"<name>.registration"`) and logs.
+    public var name: String
+    /// Registrar (outbound proxy) host: an IP literal or a resolvable name.
+    public var registrarHost: String
+    public var registrarPort: Int
+    public var transport: SIPTransportKind
+    public var user: String
+    /// SIP domain of the address-of-record (`sip:user@domain`); also the digest realm usually.
+    public var domain: String
+    /// Digest user name when it differs from `user`.
+    public var authUser: String?
+    public var password: String
+    /// Requested registration lifetime in seconds.
+    public var expires: Int
+    /// RFC 5626 outbound: `+sip.instance` URN (e.g. `urn:uuid:...`) and `reg-id`.
+    public var instanceID: String?
+    public var regID: Int?
+    /// RFC 8599 push parameters for the Contact URI; nil while no push token is known.
+    public var push: PushParameters?
+    /// Event packages this account keeps subscribed (to its own AOR unless a target is given).
+    public var subscriptions: [SubscriptionTarget]
+    /// Whether the account publishes its own presence (service `<name>.presence-publish`).
+    public var publishesPresence: Bool
+
+    public init(
+        name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
+        user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
+        instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
+        subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false
+    ) {
+        self.name = name
+        self.registrarHost = registrarHost
+        self.registrarPort = registrarPort
+        self.transport = transport
+        self.user = user
+        self.domain = domain
+        self.authUser = authUser
+        self.password = password
+        self.expires = expires
+        self.instanceID = instanceID
+        self.regID = regID
+        self.push = push
+        self.subscriptions = subscriptions
+        self.publishesPresence = publishesPresence
+    }
+
+    public var addressOfRecord: String { "sip:\(user)@\(domain)" }
+
+    public var registrationService: ServiceID { ServiceID("\(name).registration") }
+
+    public var presencePublishService: ServiceID { ServiceID("\(name).presence-publish") }
+
+    public var description: String {
+        "SIPAccount(\(name): \(addressOfRecord) via \(transport.rawValue):\(registrarHost):\(registrarPort), "
+            + "expires \(expires), password <redacted>)"
+    }
+}
+
+/// RFC 8599 Contact URI parameters for push notification.
+public struct PushParameters: Hashable, Sendable {
+    /// `pn-provider`, e.g. `apns` or `fcm`.
+    public var provider: String
+    /// `pn-prid`: the device's push token.
+    public var prid: String
+    /// `pn-param`, e.g. the APNs topic.
+    public var param: String?
+
+    public init(provider: String, prid: String, param: String? = nil) {
+        self.provider = provider
+        self.prid = prid
+        self.param = param
+    }
+
+    var uriParameters: String {
+        ";pn-provider=\(provider);pn-prid=\(prid)" + (param.map { ";pn-param=\($0)" } ?? "")
+    }
+}
+
+/// One subscription an account keeps.
+public struct SubscriptionTarget: Hashable, Sendable {
+    public var package: EventPackage
+    /// Resource URI; nil means the account's own address-of-record.
+    public var resource: String?
+    public var expires: Int
+
+    public init(package: EventPackage, resource: String? = nil, expires: Int = 600) {
+        self.package = package
+        self.resource = resource
+        self.expires = expires
+    }
+
+    /// The service id for this subscription of `account`.
+    public func service(of account: SIPAccount) -> ServiceID {
+        let target = resource.map { "." + $0 } ?? ""
+        return ServiceID("\(account.name).subscription.\(package.rawValue)\(target)")
+    }
+}

@@ -1,0 +1,117 @@
+public import Logging
+public import ResilienceCore
+internal import ServiceLifecycle
+internal import Synchronization
+
+/// The SIP plugin: one ``SIPUserAgent`` per account, driven by planned actions.
+///
+/// Services: `<account>.registration` for each account, plus one per configured subscription
+/// (see ``SubscriptionTarget/service(of:)``). The local address comes from the action's
+/// ``PluginContext/path``; the plugin never reads netlink.
+public final class SIPPlugin: ResiliencePlugin {
+    public let id = "sip"
+    public let accounts: [SIPAccount]
+    private let agents: [String: SIPUserAgent]
+    private let routes: [ServiceID: Route]
+    private let logger: Logger
+    private let presenceBox = Mutex(PresenceDocument(isOpen: true))
+
+    /// The presence the next `publish-presence` action publishes.
+    public var presence: PresenceDocument {
+        get { presenceBox.withLock { $0 } }
+        set { presenceBox.withLock { $0 = newValue } }
+    }
+
+    enum Route: Sendable {
+        case registration(account: String)
+        case subscription(account: String, target: SubscriptionTarget)
+        case publication(account: String)
+    }
+
+    /// - Parameters:
+    ///   - accounts: the accounts; names must be unique.
+    ///   - timers: RFC 3261 timers (defaults: T1 500 ms, T2 4 s).
+    public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
+        self.accounts = accounts
+        self.logger = logger
+        var agents: [String: SIPUserAgent] = [:]
+        var routes: [ServiceID: Route] = [:]
+        for account in accounts {
+            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger)
+            routes[account.registrationService] = .registration(account: account.name)
+            if account.publishesPresence {
+                routes[account.presencePublishService] = .publication(account: account.name)
+            }
+            for target in account.subscriptions {
+                routes[target.service(of: account)] = .subscription(account: account.name, target: target)
+            }
+        }
+        self.agents = agents
+        self.routes = routes
+    }
+
+    public var supportedActions: Set<ActionKind> {
+        [
+            .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .keepAlive,
+            .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
+        ]
+    }
+
+    /// The services this plugin keeps, for the manager's service table.
+    public var services: [ClientService] {
+        accounts.flatMap { account in
+            [ClientService(id: account.registrationService, kind: .registration, account: account.name)]
+                + account.subscriptions.map {
+                    ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
+                }
+                + (account.publishesPresence
+                    ? [ClientService(id: account.presencePublishService, kind: .presencePublish, account: account.name)]
+                    : [])
+        }
+    }
+
+    public func handles(_ service: ServiceID) -> Bool { routes[service] != nil }
+
+    /// The user agent of an account (for status and tests).
+    public func agent(for account: String) -> SIPUserAgent? { agents[account] }
+
+    public func perform(_ action: PlannedAction, context: PluginContext) async throws {
+        guard let route = routes[action.service] else {
+            throw PluginError.permanent("sip: unknown service \(action.service)")
+        }
+        switch route {
+        case .registration(let name):
+            let agent = agents[name]!
+            switch action.kind {
+            case .register, .refreshRegistration: try await agent.register(path: context.path)
+            case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
+            case .unregister: try await agent.unregister(path: context.path)
+            case .closeStaleTransports: await agent.closeStaleTransports(path: context.path)
+            case .keepAlive: try await agent.sendKeepAlive(path: context.path)
+            default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
+            }
+        case .subscription(let name, let target):
+            let agent = agents[name]!
+            switch action.kind {
+            case .subscribe, .refreshSubscription:
+                try await agent.subscribe(target, service: action.service, path: context.path)
+            case .unsubscribe: try await agent.unsubscribe(service: action.service, path: context.path)
+            default: throw PluginError.permanent("sip: \(action.kind) does not apply to a subscription")
+            }
+        case .publication(let name):
+            let agent = agents[name]!
+            switch action.kind {
+            case .publishPresence: try await agent.publishPresence(presence, path: context.path)
+            case .unregister, .unsubscribe: try await agent.removePresence(path: context.path)
+            default: throw PluginError.permanent("sip: \(action.kind) does not apply to a publication")
+            }
+        }
+    }
+
+    /// Waits for shutdown; the manager's shutdown policy unregisters before this returns, and the
+    /// flows are closed here.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        for agent in agents.values { await agent.close() }
+    }
+}

@@ -1,0 +1,208 @@
+internal import Logging
+internal import NIOCore
+internal import NIOPosix
+
+/// The transport protocol of an account.
+public enum SIPTransportKind: String, Hashable, Sendable, Codable, CaseIterable {
+    case udp
+    case tcp
+
+    var viaName: String { rawValue.uppercased() }
+}
+
+/// What a transport hands upward: one parsed message and a way to answer on the same flow.
+typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendable (SIPMessage) -> Void) -> Void
+
+/// One flow to the registrar: a UDP socket or a TCP connection bound to one local address.
+///
+/// Malformed input is logged and dropped (UDP) or closes the connection (TCP, where framing is
+/// lost); the owner opens a new transport on the next request, so nothing wedges.
+final class SIPTransport: Sendable {
+    let kind: SIPTransportKind
+    let channel: any Channel
+    /// The bound local address as text, without port (what Contact and Via carry).
+    let localHost: String
+    let localPort: Int
+    let remote: SocketAddress
+
+    private init(kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress) {
+        self.kind = kind
+        self.channel = channel
+        self.localHost = localHost
+        self.localPort = channel.localAddress?.port ?? 0
+        self.remote = remote
+    }
+
+    var isActive: Bool { channel.isActive }
+
+    /// `host:port` for Via and Contact, with brackets around IPv6.
+    var sentBy: String { "\(formatHost(localHost)):\(localPort)" }
+
+    /// Opens a flow bound to `localHost` (port chosen by the kernel).
+    static func open(
+        kind: SIPTransportKind, localHost: String, remote: SocketAddress, logger: Logger,
+        onClose: @escaping @Sendable () -> Void, onPong: @escaping @Sendable () -> Void,
+        inbound: @escaping SIPInboundHandler
+    ) async throws -> SIPTransport {
+        let local = try SocketAddress(ipAddress: localHost, port: 0)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onClose: onClose, onPong: onPong)
+        let channel: any Channel
+        switch kind {
+        case .udp:
+            channel = try await DatagramBootstrap(group: group)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(DatagramInbound(callbacks))
+                    }
+                }
+                .bind(to: local).get()
+        case .tcp:
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.seconds(5))
+                .bind(to: local)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
+                        try channel.pipeline.syncOperations.addHandler(StreamInbound(callbacks))
+                    }
+                }
+                .connect(to: remote).get()
+        }
+        return SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
+    }
+
+    func send(_ message: SIPMessage) async throws {
+        try await send(bytes: message.serialized())
+    }
+
+    func send(bytes: [UInt8]) async throws {
+        let buffer = channel.allocator.buffer(bytes: bytes)
+        switch kind {
+        case .udp: try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer))
+        case .tcp: try await channel.writeAndFlush(buffer)
+        }
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+}
+
+func formatHost(_ host: String) -> String {
+    host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+}
+
+/// Frames SIP over a stream with ``SIPStreamFramer``.
+struct SIPFrameDecoder: ByteToMessageDecoder {
+    typealias InboundOut = SIPMessage
+
+    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        switch try SIPStreamFramer.next(Array(buffer.readableBytesView)) {
+        case .needMoreData:
+            return .needMoreData
+        case .keepAlive(let consumed):
+            buffer.moveReaderIndex(forwardBy: consumed)
+            context.fireUserInboundEventTriggered(KeepAlivePong())
+            return .continue
+        case .message(let message, let consumed):
+            buffer.moveReaderIndex(forwardBy: consumed)
+            context.fireChannelRead(wrapInboundOut(message))
+            return .continue
+        }
+    }
+
+    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
+        -> DecodingState
+    {
+        while try decode(context: context, buffer: &buffer) == .continue {}
+        return .needMoreData
+    }
+}
+
+/// What both inbound handlers report to: the log, the upper layer and the owner on close.
+struct FlowCallbacks: Sendable {
+    let logger: Logger
+    let inbound: SIPInboundHandler
+    let onClose: @Sendable () -> Void
+    /// A CRLF arrived between messages on a stream (RFC 5626 §4.4.1 pong).
+    let onPong: @Sendable () -> Void
+}
+
+/// The user event ``SIPFrameDecoder`` raises for bare CRLFs on a stream.
+struct KeepAlivePong {}
+
+final class DatagramInbound: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    typealias OutboundOut = AddressedEnvelope<ByteBuffer>
+
+    let flow: FlowCallbacks
+
+    init(_ flow: FlowCallbacks) { self.flow = flow }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        let bytes = Array(envelope.data.readableBytesView)
+        if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // keep-alive
+        let message: SIPMessage
+        do {
+            message = try SIPParser.parse(datagram: bytes)
+        } catch {
+            flow.logger.warning(
+                "sip.malformed-datagram",
+                metadata: ["reason": "\(error.reason)", "peer": "\(envelope.remoteAddress)", "bytes": "\(bytes.count)"])
+            return
+        }
+        let channel = context.channel
+        let source = envelope.remoteAddress
+        flow.inbound(message) { reply in
+            let buffer = channel.allocator.buffer(bytes: reply.serialized())
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: source, data: buffer), promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        flow.onClose()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // ICMP port unreachable and similar surface here; the transaction layer times out or
+        // retransmits, so the socket stays open.
+        flow.logger.debug("sip.udp-error", metadata: ["error": "\(error)"])
+    }
+}
+
+final class StreamInbound: ChannelInboundHandler {
+    typealias InboundIn = SIPMessage
+
+    let flow: FlowCallbacks
+
+    init(_ flow: FlowCallbacks) { self.flow = flow }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let channel = context.channel
+        flow.inbound(unwrapInboundIn(data)) { reply in
+            channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        flow.onClose()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is KeepAlivePong {
+            flow.onPong()
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let reason = (error as? SIPParseError)?.reason ?? "\(error)"
+        flow.logger.warning("sip.stream-closed", metadata: ["reason": "\(reason)"])
+        context.close(promise: nil)
+    }
+}

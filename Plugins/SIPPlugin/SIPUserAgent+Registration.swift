@@ -1,0 +1,170 @@
+internal import Logging
+public import ResilienceCore
+
+/// The registration usage of an account (RFC 3261 §10).
+struct RegistrationState {
+    let callID = randomToken()
+    let fromTag = randomToken()
+    var cseq: UInt32 = 0
+    /// Requested lifetime in seconds (raised by 423 Min-Expires).
+    var expires: Int
+    /// The Contact URI of the current binding.
+    var contact: String?
+    /// Contacts of earlier addresses whose bindings must still be removed.
+    var staleContacts: [String] = []
+    /// The lifetime the registrar granted in the last 2xx.
+    var granted: Int?
+
+    init(expires: Int) { self.expires = expires }
+}
+
+/// What the registrar last confirmed.
+public struct RegistrationStatus: Hashable, Sendable {
+    /// The Contact URI of the current binding; nil when not registered.
+    public var contact: String?
+    /// Seconds the registrar granted.
+    public var expires: Int?
+    /// Contacts of earlier addresses not yet removed.
+    public var staleContacts: [String]
+}
+
+extension SIPUserAgent {
+    public var registrationStatus: RegistrationStatus {
+        RegistrationStatus(
+            contact: registration.granted == nil ? nil : registration.contact, expires: registration.granted,
+            staleContacts: registration.staleContacts)
+    }
+
+    /// Whether push notification can wake this client (RFC 8599): false while no token is known,
+    /// which a client shows as "push service not available".
+    public var isPushAvailable: Bool { push != nil }
+
+    /// Sets (or clears) the push parameters. The next `register` binds a Contact with the new
+    /// `pn-prid` and removes the binding that carried the old one.
+    public func setPushParameters(_ parameters: PushParameters?) {
+        if parameters != push { logger.info("sip.push-token-changed", metadata: ["available": "\(parameters != nil)"]) }
+        push = parameters
+    }
+
+    /// Registers (or refreshes) the Contact for the current path. When the address changed, the
+    /// same REGISTER removes the old binding (`expires=0`).
+    /// - Throws: ``PluginError``: `retryAfter` for 503 with Retry-After, permanent for 4xx other
+    ///   than 408/423/480, permanent for rejected credentials.
+    public func register(path: NetworkPath) async throws {
+        let flow = try await flow(for: path)
+        let contact = contactURI(on: flow)
+        if let previous = registration.contact, previous != contact, !registration.staleContacts.contains(previous) {
+            registration.staleContacts.append(previous)
+        }
+        registration.contact = contact
+        for _ in 0..<2 {
+            var contacts = ["<\(contact)>;expires=\(registration.expires)\(outboundParameters)"]
+            contacts += registration.staleContacts.map { "<\($0)>;expires=0" }
+            let response = try await sendRegister(contacts: contacts, expires: registration.expires, over: flow)
+            switch response.status ?? 0 {
+            case 200..<300:
+                registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
+                registration.staleContacts.removeAll()
+                logger.info(
+                    "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
+                return
+            case 423:
+                guard let raw = response.headers["Min-Expires"], let minimum = Int(raw), minimum > registration.expires
+                else { throw PluginError.permanent("423 without a usable Min-Expires") }
+                logger.notice("sip.min-expires", metadata: ["min-expires": "\(minimum)"])
+                registration.expires = minimum
+            default:
+                throw Self.failure(response, "REGISTER")
+            }
+        }
+        throw PluginError("REGISTER: 423 twice")
+    }
+
+    /// Removes bindings of earlier addresses that the last REGISTER could not remove.
+    public func unregisterStaleContacts(path: NetworkPath) async throws {
+        guard !registration.staleContacts.isEmpty else { return }
+        let flow = try await flow(for: path)
+        let stale = registration.staleContacts
+        let response = try await sendRegister(contacts: stale.map { "<\($0)>;expires=0" }, expires: nil, over: flow)
+        guard let status = response.status, (200..<300).contains(status) else {
+            throw Self.failure(response, "REGISTER (remove old contact)")
+        }
+        registration.staleContacts.removeAll { stale.contains($0) }
+    }
+
+    /// Removes this UA's bindings (current and stale), e.g. on shutdown.
+    public func unregister(path: NetworkPath) async throws {
+        let contacts = ([registration.contact].compactMap(\.self) + registration.staleContacts)
+        guard !contacts.isEmpty else { return }
+        let flow = try await flow(for: path)
+        let response = try await sendRegister(contacts: contacts.map { "<\($0)>;expires=0" }, expires: 0, over: flow)
+        guard let status = response.status, (200..<300).contains(status) else {
+            throw Self.failure(response, "REGISTER (unregister)")
+        }
+        registration.contact = nil
+        registration.granted = nil
+        registration.staleContacts.removeAll()
+        logger.info("sip.unregistered")
+    }
+
+    private func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
+        let aor = account.addressOfRecord
+        let uri = "sip:\(account.domain)"
+        var request = SIPMessage.request("REGISTER", uri: uri)
+        request.headers.add("From", "<\(aor)>;tag=\(registration.fromTag)")
+        request.headers.add("To", "<\(aor)>")
+        request.headers.add("Call-ID", registration.callID)
+        request.headers.add("CSeq", "0 REGISTER")
+        for contact in contacts { request.headers.add("Contact", contact) }
+        if let expires { request.headers.add("Expires", "\(expires)") }
+        request.headers.add("Supported", account.instanceID == nil ? "path" : "path, outbound")
+        request.headers.add("User-Agent", "NetResilience")
+        return try await exchange(request, uri: uri, over: flow) {
+            registration.cseq += 1
+            return registration.cseq
+        }
+    }
+
+    /// `sip:user@host:port` of the flow, with `transport=tcp` and RFC 8599 push parameters.
+    func contactURI(on flow: SIPTransport) -> String {
+        let transport = flow.kind == .tcp ? ";transport=tcp" : ""
+        return "sip:\(account.user)@\(flow.sentBy)\(transport)\(push?.uriParameters ?? "")"
+    }
+
+    /// RFC 5626 Contact header parameters.
+    var outboundParameters: String {
+        guard let instance = account.instanceID else { return "" }
+        return ";+sip.instance=\"<\(instance)>\"" + (account.regID.map { ";reg-id=\($0)" } ?? "")
+    }
+
+    func grantedExpiry(in response: SIPMessage, for contact: String) -> Int? {
+        let key = Self.bindingKey(contact)
+        for value in response.headers.listValues("Contact") where Self.bindingKey(extractURI(value)) == key {
+            if let raw = SIPParameters.parse(afterFirstSemicolon: value)["expires"], let seconds = Int(raw) {
+                return seconds
+            }
+        }
+        return response.headers["Expires"].flatMap { Int($0) }
+    }
+
+    /// `user@host:port` lower-cased, the part of a Contact URI that identifies a binding.
+    static func bindingKey(_ uri: String) -> String {
+        let withoutScheme = uri.hasPrefix("sip:") ? String(uri.dropFirst(4)) : uri
+        return String(withoutScheme.prefix { $0 != ";" && $0 != ">" }).lowercased()
+    }
+
+    /// A ``PluginError`` for a final non-2xx response.
+    static func failure(_ response: SIPMessage, _ what: String) -> PluginError {
+        let status = response.status ?? 0
+        let reason: String
+        if case .response(_, let text) = response.startLine { reason = text } else { reason = "" }
+        let message = "\(what) failed: \(status) \(reason)"
+        let retryAfter = response.headers["Retry-After"].flatMap { raw in
+            Int(raw.prefix { $0.isASCIIDigit }).map { Duration.seconds($0) }
+        }
+        switch status {
+        case 408, 480, 500..<600: return PluginError(message, isRetryable: true, retryAfter: retryAfter)
+        default: return PluginError(message, isRetryable: false, retryAfter: retryAfter)
+        }
+    }
+}

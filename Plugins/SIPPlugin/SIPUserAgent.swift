@@ -1,0 +1,221 @@
+public import Logging
+internal import NIOCore
+public import ResilienceCore
+
+/// One account's SIP user agent: its flow to the registrar, its client transactions, digest
+/// credentials, registration and subscriptions.
+///
+/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionTable`` and
+/// `runNonInviteTransaction` (retransmission, matching) → `exchange` (digest challenges) →
+/// registration / subscription / publication state. Dialog usages (INVITE) plug in at the same
+/// level as subscriptions: they build requests and call `exchange`.
+public actor SIPUserAgent {
+    public nonisolated let account: SIPAccount
+    nonisolated let timers: SIPTimers
+    let logger: Logger
+    let table = TransactionTable()
+    var transport: SIPTransport?
+    var registration: RegistrationState
+    /// RFC 8599 parameters in the Contact; starts as the account's, changes with the push token.
+    var push: PushParameters?
+    var auth: AuthState?
+    var subscriptions: [ServiceID: SubscriptionState] = [:]
+    var publication: PublicationState?
+    /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
+    var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
+    var pongGeneration: UInt64 = 0
+    var pongCount: UInt64 = 0
+    /// A flow being opened, shared by interleaved actions that need the same address.
+    var opening: (local: String, task: Task<SIPTransport, any Error>)?
+    /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
+    public nonisolated let events: AsyncStream<SIPEvent>
+    nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
+
+    public init(account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger) {
+        self.account = account
+        self.timers = timers
+        var logger = logger
+        logger[metadataKey: "sip.account"] = "\(account.name)"
+        self.logger = logger
+        self.registration = RegistrationState(expires: account.expires)
+        self.push = account.push
+        (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
+    }
+
+    /// The local address the transport is (or will be) bound to, or nil when none is up.
+    public var boundAddress: String? { transport?.isActive == true ? transport?.localHost : nil }
+
+    /// The flow for the current path: the existing one when its address is still the chosen one,
+    /// otherwise a new one bound to the path's address (the old one is closed).
+    func flow(for path: NetworkPath) async throws -> SIPTransport {
+        let remote: SocketAddress
+        do {
+            remote = try SocketAddress.makeAddressResolvingHost(account.registrarHost, port: account.registrarPort)
+        } catch {
+            throw PluginError("cannot resolve registrar \(account.registrarHost): \(error)")
+        }
+        let family: AddressFamily = remote.protocol == .inet6 ? .ipv6 : .ipv4
+        guard let local = Self.localAddress(in: path, family: family) else {
+            throw PluginError("no usable \(family.rawValue) address on the current path")
+        }
+        if let current = transport, current.isActive, current.localHost == local { return current }
+        // Actions of different services (registration, subscriptions) may interleave here: they
+        // share one opening instead of racing to open two flows.
+        if let opening, opening.local == local { return try await opening.task.value }
+        if let stale = transport {
+            logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
+            transport = nil
+            table.flowClosed(ObjectIdentifier(stale))
+            await stale.close()
+        }
+        let task = Task { try await openFlow(local: local, remote: remote) }
+        opening = (local, task)
+        defer { if opening?.task == task { opening = nil } }
+        let opened = try await task.value
+        transport = opened
+        return opened
+    }
+
+    private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
+        let table = self.table
+        do {
+            return try await SIPTransport.open(
+                kind: account.transport, localHost: local, remote: remote, logger: logger,
+                onClose: { [weak self] in Task { await self?.flowClosed() } },
+                onPong: { [weak self] in Task { await self?.pongReceived() } },
+                inbound: { [weak self, table] message, reply in
+                    if message.isRequest {
+                        if message.method?.uppercased() == "NOTIFY" {
+                            Task { await self?.received(request: message, reply: reply) }
+                        } else if let answer = Self.immediateAnswer(to: message) {
+                            reply(answer)
+                        }
+                    } else {
+                        // False for a late retransmission's answer or a stray response: dropped.
+                        table.deliver(message)
+                    }
+                })
+        } catch {
+            throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
+        }
+    }
+
+    func flowClosed() {
+        guard let current = transport, !current.isActive else { return }
+        if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
+        table.flowClosed(ObjectIdentifier(current))
+        transport = nil
+    }
+
+    /// Closes the flow when its local address is no longer on the path.
+    public func closeStaleTransports(path: NetworkPath) async {
+        guard let current = transport else { return }
+        if !path.addresses.contains(where: { $0.address == current.localHost }) {
+            logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
+            transport = nil
+            table.flowClosed(ObjectIdentifier(current))
+            await current.close()
+        }
+    }
+
+    /// Closes the flow (shutdown).
+    public func close() async {
+        if let current = transport {
+            transport = nil
+            table.flowClosed(ObjectIdentifier(current))
+            await current.close()
+        }
+    }
+
+    static func localAddress(in path: NetworkPath, family: AddressFamily) -> String? {
+        let candidates = path.addresses.filter { $0.family == family }
+        if let primary = path.primaryInterface, let match = candidates.first(where: { $0.ifindex == primary.ifindex }) {
+            return match.address
+        }
+        return candidates.first?.address
+    }
+
+    /// Answers that do not need the actor: 200 to OPTIONS, nothing to ACK, 501 otherwise.
+    nonisolated static func immediateAnswer(to request: SIPMessage) -> SIPMessage? {
+        switch request.method?.uppercased() {
+        case "ACK": nil
+        case "OPTIONS": request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
+        default: request.makeResponse(status: 501, reason: "Not Implemented", toTag: randomToken())
+        }
+    }
+
+    /// Sends a request and answers digest challenges (at most once per fresh challenge, once
+    /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
+    /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
+    func exchange(_ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32)
+        async throws -> SIPMessage
+    {
+        let method = template.method ?? "?"
+        var freshChallengeSent = false
+        var staleRetried = false
+        for _ in 0..<4 {
+            var request = SIPMessage(startLine: template.startLine)
+            request.headers.add(
+                "Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+            request.headers.add("Max-Forwards", "70")
+            for field in template.headers { request.headers.add(field.name, field.value) }
+            request.headers.set("CSeq", "\(nextCSeq()) \(method)")
+            request.body = template.body
+            if let credentials = authorizationHeader(method: method, uri: uri) {
+                request.headers.add(credentials.name, credentials.value)
+            }
+            let response: SIPMessage
+            do {
+                response = try await runNonInviteTransaction(request, over: flow, table: table, timers: timers)
+            } catch  where Task.isCancelled {
+                // The executor cancelled the action (new epoch, deadline): say so, not "timeout".
+                throw CancellationError()
+            } catch TransactionFailure.timeout {
+                throw PluginError("no response to \(method) within \(timers.transactionTimeout)")
+            } catch TransactionFailure.flowClosed {
+                throw PluginError("\(account.transport.rawValue) flow closed during \(method)")
+            }
+            guard let status = response.status, status == 401 || status == 407 else { return response }
+            let headerName = status == 401 ? "WWW-Authenticate" : "Proxy-Authenticate"
+            guard let challenge = DigestChallenge.best(of: response.headers.values(headerName)) else {
+                auth = nil
+                throw PluginError.permanent("\(method) rejected with \(status) and no usable Digest challenge")
+            }
+            if challenge.stale {
+                guard !staleRetried else { throw PluginError.permanent("\(method): repeated stale nonce") }
+                staleRetried = true
+            } else if freshChallengeSent {
+                auth = nil
+                logger.error("sip.auth-failed", metadata: ["method": "\(method)", "status": "\(status)"])
+                throw PluginError.permanent("authentication failed for \(account.addressOfRecord) (\(status))")
+            }
+            auth = AuthState(challenge: challenge, isProxy: status == 407)
+            freshChallengeSent = true
+        }
+        throw PluginError.permanent("\(method): too many authentication rounds")
+    }
+
+    private func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
+        guard var state = auth else { return nil }
+        state.nonceCount += 1
+        auth = state
+        let credentials = DigestCredentials(username: account.authUser ?? account.user, password: account.password)
+        let value = credentials.authorization(
+            for: state.challenge, method: method, uri: uri, nonceCount: state.nonceCount, cnonce: randomToken())
+        return (state.isProxy ? "Proxy-Authorization" : "Authorization", value)
+    }
+}
+
+/// The last digest challenge, reused for the following requests (nonce count increments).
+struct AuthState {
+    var challenge: DigestChallenge
+    var isProxy: Bool
+    var nonceCount: UInt32 = 0
+}
+
+/// 16 random hex digits for tags, Call-IDs, branches and cnonces.
+func randomToken() -> String {
+    let value = UInt64.random(in: .min ... .max)
+    let hex = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+}

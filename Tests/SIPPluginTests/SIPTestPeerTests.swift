@@ -1,0 +1,250 @@
+import Foundation
+import Logging
+import ResilienceCore
+import Testing
+
+@testable import SIPPlugin
+
+/// The UA against a scripted peer on loopback: malformed input, retransmission timing, stale
+/// nonces. No Kamailio needed.
+@Suite(.timeLimit(.minutes(1)))
+struct SIPTestPeerTests {
+    func makeAgent(
+        port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers()
+    )
+        -> SIPUserAgent
+    {
+        let account = SIPAccount(
+            name: user, registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: user,
+            domain: "127.0.0.1", password: "secret", expires: 300)
+        return SIPUserAgent(account: account, timers: timers, logger: testLogger("peer"))
+    }
+
+    static func ok(_ request: [UInt8], extra: String = "") -> [UInt8] {
+        guard let message = try? SIPParser.parse(datagram: request) else { return [] }
+        var response = message.makeResponse(status: 200, reason: "OK", toTag: "peer")
+        if !extra.isEmpty { response.headers.add("X-Extra", extra) }
+        return response.serialized()
+    }
+
+    @Test func malformedResponsesDoNotWedgeTheAgent() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> Int in
+                var answered = 0
+                for _ in 0..<2 {
+                    guard let (request, from) = peer.receive(within: 5) else { return answered }
+                    let valid = Self.ok(request)
+                    let text = String(decoding: valid, as: UTF8.self)
+                    peer.send((0..<200).map { _ in UInt8.random(in: 0...255) }, to: from)  // garbage
+                    peer.send(Array(valid.prefix(valid.count / 2)), to: from)  // truncated
+                    peer.send(Array(text.replacingOccurrences(of: "Content-Length: 0", with: "l: 50").utf8), to: from)
+                    peer.send(Array(text.replacingOccurrences(of: "Content-Length: 0", with: "l: x").utf8), to: from)
+                    peer.send(Array("\r\n\r\n".utf8), to: from)
+                    peer.send(valid, to: from)
+                    answered += 1
+                }
+                return answered
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await agent.registrationStatus.contact != nil)
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == 2)
+        await agent.close()
+    }
+
+    @Test func udpRequestsAreRetransmittedWithTheSameBranchAndDoublingIntervals() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(50), t2: .milliseconds(400)))
+        let script = Task {
+            await peer.run { peer -> [String?] in
+                var branches: [String?] = []
+                while branches.count < 3, let (request, from) = peer.receive(within: 5) {
+                    branches.append((try? SIPParser.parse(datagram: request))?.topViaBranch)
+                    if branches.count == 3 { peer.send(Self.ok(request), to: from) }
+                }
+                return branches
+            }
+        }
+        let started = ContinuousClock.now
+        try await agent.register(path: loopbackPath())
+        // The third copy leaves T1 + 2·T1 = 150 ms after the first, and only it is answered.
+        #expect(ContinuousClock.now - started >= .milliseconds(150))
+        let branches = await script.value
+        #expect(branches.count == 3)
+        #expect(Set(branches).count == 1)
+        #expect(branches.first??.hasPrefix("z9hG4bK") == true)
+        await agent.close()
+    }
+
+    @Test func silentPeerTimesOutAfter64T1WithARetryableError() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(10), t2: .milliseconds(200)))
+        let counter = Task {
+            await peer.run { peer -> Int in
+                var count = 0
+                while peer.receive(within: 1.5) != nil { count += 1 }
+                return count
+            }
+        }
+        let started = ContinuousClock.now
+        await #expect {
+            try await agent.register(path: loopbackPath())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(600))
+        let count = await counter.value
+        #expect((5...8).contains(count), "sent \(count) copies")
+        await agent.close()
+    }
+
+    @Test func staleNonceIsRetriedOnceWithTheNewNonce() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> [String?] in
+                var authorizations: [String?] = []
+                let challenges = [
+                    "Digest realm=\"127.0.0.1\", nonce=\"first\", qop=\"auth\"",
+                    "Digest realm=\"127.0.0.1\", nonce=\"second\", qop=\"auth\", stale=true",
+                ]
+                while authorizations.count < 3, let (bytes, from) = peer.receive(within: 5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    authorizations.append(request.headers["Authorization"])
+                    if authorizations.count <= 2 {
+                        var response = request.makeResponse(status: 401, reason: "Unauthorized", toTag: "p")
+                        response.headers.add("WWW-Authenticate", challenges[authorizations.count - 1])
+                        peer.send(response.serialized(), to: from)
+                    } else {
+                        peer.send(Self.ok(bytes), to: from)
+                    }
+                }
+                return authorizations
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        let authorizations = await script.value
+        #expect(authorizations.count == 3)
+        #expect(authorizations.first == .some(nil))
+        #expect(authorizations.dropFirst().first??.contains("nonce=\"first\"") == true)
+        #expect(authorizations.last??.contains("nonce=\"second\"") == true)
+        await agent.close()
+    }
+}
+
+extension SIPTestPeerTests {
+    @Test func brokenStreamFramingClosesTheConnectionAndTheNextRequestReconnects() async throws {
+        let peer = try TCPTestPeer()
+        let agent = makeAgent(port: peer.port, transport: .tcp)
+        let script = Task {
+            await peer.run { peer -> Int in
+                guard let first = peer.accept(within: 5) else { return 0 }
+                defer { close(first) }
+                guard peer.receive(on: first, within: 5) != nil else { return 0 }
+                // No Content-Length on a stream: framing is lost, the UA must drop the connection.
+                peer.send(Array("SIP/2.0 200 OK\r\nCSeq: 1 REGISTER\r\n\r\n".utf8), on: first)
+                guard let second = peer.accept(within: 10) else { return 1 }
+                defer { close(second) }
+                guard let request = peer.receive(on: second, within: 5) else { return 1 }
+                peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: second)
+                return 2
+            }
+        }
+        let started = ContinuousClock.now
+        await #expect(throws: PluginError.self) { try await agent.register(path: loopbackPath()) }
+        #expect(ContinuousClock.now - started < .seconds(10), "a closed flow fails at once, not after 64×T1")
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == 2)
+        #expect(await agent.registrationStatus.contact?.hasSuffix(";transport=tcp") == true)
+        await agent.close()
+    }
+}
+
+extension SIPTestPeerTests {
+    @Test func missingPongClosesTheFlow() async throws {
+        let peer = try TCPTestPeer()
+        let agent = makeAgent(
+            port: peer.port, transport: .tcp, timers: SIPTimers(pongTimeout: .milliseconds(200)))
+        let script = Task {
+            await peer.run { peer -> Bool in
+                guard let connection = peer.accept(within: 5) else { return false }
+                defer { close(connection) }
+                guard let request = peer.receive(on: connection, within: 5) else { return false }
+                peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: connection)
+                // Swallow the CRLF ping without answering until the agent gives up.
+                return peer.receive(on: connection, within: 3) == nil
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        await #expect {
+            try await agent.sendKeepAlive(path: loopbackPath())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        #expect(await agent.boundAddress == nil)
+        #expect(await script.value)
+        await agent.close()
+    }
+}
+
+extension SIPTestPeerTests {
+    @Test func cancellingAnActionEndsItPromptlyWithCancellationError() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let attempt = Task { try await agent.register(path: loopbackPath()) }
+        let silent = await peer.run { peer in peer.receive(within: 5) != nil }
+        #expect(silent)
+        let started = ContinuousClock.now
+        attempt.cancel()
+        await #expect(throws: CancellationError.self) { try await attempt.value }
+        #expect(ContinuousClock.now - started < .seconds(2))
+        await agent.close()
+    }
+}
+
+extension SIPTestPeerTests {
+    @Test func proxyChallengeIsAnsweredWithProxyAuthorizationUsingTheStrongestAlgorithm() async throws {
+        let peer = try UDPTestPeer()
+        let agent = makeAgent(port: peer.port)
+        let script = Task {
+            await peer.run { peer -> [String] in
+                var seen: [String] = []
+                while seen.count < 2, let (bytes, from) = peer.receive(within: 5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    if seen.isEmpty {
+                        seen.append("first")
+                        var response = request.makeResponse(status: 407, reason: "Proxy Authentication Required")
+                        response.headers.add("Proxy-Authenticate", "Digest realm=\"p\", nonce=\"n1\", qop=\"auth\"")
+                        response.headers.add(
+                            "Proxy-Authenticate", "Digest realm=\"p\", nonce=\"n2\", qop=\"auth\", algorithm=SHA-256")
+                        peer.send(response.serialized(), to: from)
+                    } else {
+                        let value = request.headers["Proxy-Authorization"] ?? ""
+                        let parameters = Dictionary(
+                            SIPHeaders.splitList(String(value.dropFirst("Digest ".count))).compactMap { item in
+                                let pair = item.split(separator: "=", maxSplits: 1).map(String.init)
+                                return pair.count == 2
+                                    ? (pair[0], pair[1].replacingOccurrences(of: "\"", with: "")) : nil
+                            }, uniquingKeysWith: { first, _ in first })
+                        let expected = DigestCredentials(username: "peer", password: "secret").response(
+                            to: DigestChallenge(realm: "p", nonce: "n2", algorithm: .sha256), method: "REGISTER",
+                            uri: parameters["uri"] ?? "", nonceCount: UInt32(parameters["nc"] ?? "", radix: 16) ?? 0,
+                            cnonce: parameters["cnonce"] ?? "")
+                        seen.append(
+                            "\(parameters["algorithm"] ?? "-") \(parameters["nonce"] ?? "-") "
+                                + "\(parameters["response"] == expected) www=\(request.headers["Authorization"] != nil)"
+                        )
+                        peer.send(Self.ok(bytes), to: from)
+                    }
+                }
+                return seen
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == ["first", "SHA-256 n2 true www=false"])
+        await agent.close()
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Glibc
+
+@testable import SIPPlugin
+
+/// A scripted SIP peer listening on loopback TCP, used from its own thread with bounded waits.
+final class TCPTestPeer: @unchecked Sendable {
+    // Invariant: `listener` and `port` are fixed after init; used from one thread at a time.
+    let listener: Int32
+    let port: Int
+
+    init() throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.listener = listener
+        guard listener >= 0 else { throw HarnessError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, $0, &length) == 0
+            }
+        }
+        guard ok else { throw HarnessError("bind/listen failed") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(listener) }
+
+    /// Accepts one connection within `seconds`; reads on it time out after 100 ms each.
+    func accept(within seconds: Double) -> Int32? {
+        var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        let connection = Glibc.accept(listener, nil, nil)
+        guard connection >= 0 else { return nil }
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        return connection
+    }
+
+    /// Reads one framed SIP message from `connection` within `seconds`.
+    func receive(on connection: Int32, within seconds: Double) -> SIPMessage? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            if case .message(let message, _)? = try? SIPStreamFramer.next(buffer) { return message }
+            let count = recv(connection, &chunk, chunk.count, 0)
+            if count == 0 { return nil }
+            if count > 0 { buffer += chunk[0..<count] }
+        }
+        return nil
+    }
+
+    func send(_ bytes: [UInt8], on connection: Int32) {
+        _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    func run<T: Sendable>(_ script: @escaping @Sendable (TCPTestPeer) -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: script(self)) }
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Logging
+import ResilienceCore
+
+@testable import SIPPlugin
+
+/// A path with one loopback address, as the path tracker would hand it to the plugin.
+func loopbackPath(_ address: String = "127.0.0.1") -> NetworkPath {
+    let family: AddressFamily = address.contains(":") ? .ipv6 : .ipv4
+    return NetworkPath(
+        status: .satisfied, primaryInterface: InterfaceRef(ifindex: 1, name: "lo"),
+        addresses: [
+            InterfaceAddress(
+                ifindex: 1, family: family, address: address, prefixLength: family == .ipv4 ? 8 : 128, scope: 254)
+        ])
+}
+
+func testLogger(_ label: String) -> Logger {
+    var logger = Logger(label: "sip-test.\(label)")
+    logger.logLevel = .info
+    return logger
+}
+
+func context(_ address: String = "127.0.0.1", seconds: Int = 40) -> PluginContext {
+    PluginContext(
+        logger: testLogger("context"), deadline: .now + .seconds(seconds), network: .empty,
+        path: loopbackPath(address), epoch: .initial)
+}
+
+func action(_ kind: ActionKind, _ service: ServiceID) -> PlannedAction {
+    PlannedAction(kind: kind, service: service, trigger: .network(.restored), source: "test")
+}
+
+/// A unique user name so tests never share registrar state.
+func uniqueUser(_ prefix: String) -> String { "\(prefix)\(UInt32.random(in: 100_000...999_999))" }
+
+/// Polls `condition` every 20 ms for at most `seconds`.
+func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try condition()
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// A scripted SIP peer on a loopback UDP socket, driven from its own thread with blocking,
+/// time-bounded reads (so it never occupies the Swift concurrency pool).
+final class UDPTestPeer: @unchecked Sendable {
+    // Invariant: `fd` and `port` are fixed after init; the socket is used from one thread at a time.
+    let fd: Int32
+    let port: Int
+
+    init(host: String = "127.0.0.1") throws {
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        self.fd = fd
+        guard fd >= 0 else { throw HarnessError("socket failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr(host)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else { throw HarnessError("bind failed") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = Int(UInt16(bigEndian: address.sin_port))
+        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// The next datagram and its sender, or nil after `seconds`.
+    func receive(within seconds: Double) -> (bytes: [UInt8], from: sockaddr_in)? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while Date() < deadline {
+            var from = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let count = withUnsafeMutablePointer(to: &from) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(fd, &buffer, buffer.count, 0, $0, &length)
+                }
+            }
+            if count >= 0 { return (Array(buffer[0..<count]), from) }
+        }
+        return nil
+    }
+
+    func send(_ bytes: [UInt8], to address: sockaddr_in) {
+        var address = address
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+    }
+
+    /// Runs `script` on a new thread and returns its result.
+    func run<T: Sendable>(_ script: @escaping @Sendable (UDPTestPeer) -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: script(self)) }
+        }
+    }
+}
