@@ -56,7 +56,10 @@ struct WatchRecord: Equatable {
         if let downtimeMilliseconds {
             words.append("after \(DurationText.format(.milliseconds(downtimeMilliseconds)))")
         }
-        if !addresses.isEmpty { words.append("[" + addresses.joined(separator: " ") + "]") }
+        // An address change already shows the addresses in from -> to.
+        if !addresses.isEmpty, reason != PathChange.address.rawValue || kind == .event {
+            words.append("[" + addresses.joined(separator: " ") + "]")
+        }
         if synthesized { words.append("synthesized") }
         return words.joined(separator: " ")
     }
