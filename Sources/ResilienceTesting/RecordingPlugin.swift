@@ -1,0 +1,155 @@
+public import ResilienceCore
+import Synchronization
+
+/// A plugin for tests: records every action it is handed and behaves as programmed.
+///
+/// By default every action succeeds at once. ``program(_:for:)`` queues behaviours per service,
+/// consumed one per attempt (the last one sticks), so a test can script "fail twice with
+/// Retry-After 5 s, then succeed" or "hang until cancelled". Invariants:
+/// - ``starts`` lists attempts in the order `perform` was entered; ``completions`` lists how each
+///   attempt ended from the plugin's side (it may have "succeeded" after the executor cancelled it:
+///   the executor's events are what a test asserts on for outcomes).
+/// - It never reads a clock: delays are expressed as gates the test opens with ``release(_:)``.
+public final class RecordingPlugin: ResiliencePlugin {
+    /// How one attempt behaves.
+    public enum Behavior: Sendable, Hashable {
+        case succeed
+        case fail(PluginError)
+        /// Waits until cancelled (then throws `CancellationError`) or released: a slow action.
+        case hang
+        /// Waits until ``release(_:)`` ignoring cancellation, then succeeds (a misbehaving plugin).
+        case hangIgnoringCancellation
+        /// Waits until ``release(_:)`` (then succeeds) or cancellation (then throws).
+        case gate
+    }
+
+    /// One `perform` call.
+    public struct Attempt: Sendable, Hashable {
+        public var action: PlannedAction
+        public var epoch: NetworkEpoch
+        public var attempt: Int
+        public var deadline: ContinuousClock.Instant
+    }
+
+    /// How one attempt ended, seen from the plugin.
+    public enum Completion: Sendable, Hashable {
+        case succeeded(PlannedAction)
+        case failed(PlannedAction)
+        case cancelled(PlannedAction)
+    }
+
+    private struct Gate {
+        var service: ServiceID
+        var continuation: CheckedContinuation<Void, any Error>
+    }
+    private struct State {
+        var programs: [ServiceID: [Behavior]] = [:]
+        var starts: [Attempt] = []
+        var completions: [Completion] = []
+        var gates: [UInt64: Gate] = [:]
+        var nextGate: UInt64 = 0
+        var startWaiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let state = Mutex(State())
+    private let services: Set<ServiceID>?
+
+    public let id: String
+    public let supportedActions: Set<ActionKind>
+
+    /// - Parameters:
+    ///   - services: the services it handles; nil for all.
+    public init(
+        id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil
+    ) {
+        self.id = id
+        self.supportedActions = actions
+        self.services = services
+    }
+
+    public func handles(_ service: ServiceID) -> Bool { services?.contains(service) ?? true }
+
+    /// Queues behaviours for the next attempts on `service`; the last one repeats.
+    public func program(_ behaviors: [Behavior], for service: ServiceID) {
+        state.withLock { $0.programs[service] = behaviors }
+    }
+
+    /// Every attempt so far, in start order.
+    public var starts: [Attempt] { state.withLock { $0.starts } }
+    /// How attempts ended, in completion order.
+    public var completions: [Completion] { state.withLock { $0.completions } }
+
+    /// Opens the gates of every attempt on `service` waiting in `.gate` or `.hangIgnoringCancellation`.
+    public func release(_ service: ServiceID) {
+        let waiting = state.withLock { state in
+            let ids = state.gates.filter { $0.value.service == service }.keys
+            return ids.compactMap { state.gates.removeValue(forKey: $0)?.continuation }
+        }
+        for continuation in waiting { continuation.resume() }
+    }
+
+    /// Returns once at least `count` attempts have started.
+    public func waitForStarts(count: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let ready = state.withLock { state in
+                guard state.starts.count < count else { return true }
+                state.startWaiters.append((count, continuation))
+                return false
+            }
+            if ready { continuation.resume() }
+        }
+    }
+
+    public func perform(_ action: PlannedAction, context: PluginContext) async throws {
+        let (behavior, ready) = state.withLock { state in
+            var program = state.programs[action.service] ?? []
+            let behavior = program.first ?? .succeed
+            if program.count > 1 { program.removeFirst() }
+            state.programs[action.service] = program
+            state.starts.append(
+                Attempt(action: action, epoch: context.epoch, attempt: context.attempt, deadline: context.deadline))
+            let count = state.starts.count
+            let ready = state.startWaiters.filter { $0.count <= count }.map(\.continuation)
+            state.startWaiters.removeAll { $0.count <= count }
+            return (behavior, ready)
+        }
+        for continuation in ready { continuation.resume() }
+        do {
+            try await act(behavior, action)
+            state.withLock { $0.completions.append(.succeeded(action)) }
+        } catch is CancellationError {
+            state.withLock { $0.completions.append(.cancelled(action)) }
+            throw CancellationError()
+        } catch {
+            state.withLock { $0.completions.append(.failed(action)) }
+            throw error
+        }
+    }
+
+    private func act(_ behavior: Behavior, _ action: PlannedAction) async throws {
+        switch behavior {
+        case .succeed:
+            try Task.checkCancellation()
+        case .fail(let error):
+            throw error
+        case .hang, .gate, .hangIgnoringCancellation:
+            let cancellable = behavior != .hangIgnoringCancellation
+            let id = state.withLock { state in
+                state.nextGate += 1
+                return state.nextGate
+            }
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    let cancelled = state.withLock { state in
+                        if cancellable && Task.isCancelled { return true }
+                        state.gates[id] = Gate(service: action.service, continuation: continuation)
+                        return false
+                    }
+                    if cancelled { continuation.resume(throwing: CancellationError()) }
+                }
+            } onCancel: {
+                guard cancellable else { return }
+                state.withLock { $0.gates.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+}
