@@ -40,7 +40,8 @@ public final class RecordingPlugin: ResiliencePlugin {
 
     private struct Gate {
         var service: ServiceID
-        var continuation: CheckedContinuation<Void, any Error>
+        var continuation: CheckedContinuation<Void, any Error>?
+        var released = false
     }
     private struct State {
         var programs: [ServiceID: [Behavior]] = [:]
@@ -81,8 +82,16 @@ public final class RecordingPlugin: ResiliencePlugin {
     /// Opens the gates of every attempt on `service` waiting in `.gate` or `.hangIgnoringCancellation`.
     public func release(_ service: ServiceID) {
         let waiting = state.withLock { state in
-            let ids = state.gates.filter { $0.value.service == service }.keys
-            return ids.compactMap { state.gates.removeValue(forKey: $0)?.continuation }
+            var waiting: [CheckedContinuation<Void, any Error>] = []
+            for (id, gate) in state.gates where gate.service == service {
+                if let continuation = gate.continuation {
+                    waiting.append(continuation)
+                    state.gates.removeValue(forKey: id)
+                } else {
+                    state.gates[id]?.released = true
+                }
+            }
+            return waiting
         }
         for continuation in waiting { continuation.resume() }
     }
@@ -100,21 +109,34 @@ public final class RecordingPlugin: ResiliencePlugin {
     }
 
     public func perform(_ action: PlannedAction, context: PluginContext) async throws {
-        let (behavior, ready) = state.withLock { state in
+        // The start is recorded and the gate (if any) registered in one step, so a test that saw
+        // the start can release the gate without racing it.
+        let (behavior, gate, ready) = state.withLock { state in
             var program = state.programs[action.service] ?? []
             let behavior = program.first ?? .succeed
             if program.count > 1 { program.removeFirst() }
             state.programs[action.service] = program
             state.starts.append(
                 Attempt(action: action, epoch: context.epoch, attempt: context.attempt, deadline: context.deadline))
+            var gate: UInt64?
+            if behavior == .hang || behavior == .gate || behavior == .hangIgnoringCancellation {
+                state.nextGate += 1
+                gate = state.nextGate
+                state.gates[state.nextGate] = Gate(service: action.service)
+            }
             let count = state.starts.count
             let ready = state.startWaiters.filter { $0.count <= count }.map(\.continuation)
             state.startWaiters.removeAll { $0.count <= count }
-            return (behavior, ready)
+            return (behavior, gate, ready)
         }
         for continuation in ready { continuation.resume() }
         do {
-            try await act(behavior, action)
+            switch behavior {
+            case .succeed: try Task.checkCancellation()
+            case .fail(let error): throw error
+            case .hang, .gate, .hangIgnoringCancellation:
+                try await wait(at: gate!, cancellable: behavior != .hangIgnoringCancellation)
+            }
             state.withLock { $0.completions.append(.succeeded(action)) }
         } catch is CancellationError {
             state.withLock { $0.completions.append(.cancelled(action)) }
@@ -125,31 +147,26 @@ public final class RecordingPlugin: ResiliencePlugin {
         }
     }
 
-    private func act(_ behavior: Behavior, _ action: PlannedAction) async throws {
-        switch behavior {
-        case .succeed:
-            try Task.checkCancellation()
-        case .fail(let error):
-            throw error
-        case .hang, .gate, .hangIgnoringCancellation:
-            let cancellable = behavior != .hangIgnoringCancellation
-            let id = state.withLock { state in
-                state.nextGate += 1
-                return state.nextGate
-            }
-            try await withTaskCancellationHandler {
-                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                    let cancelled = state.withLock { state in
-                        if cancellable && Task.isCancelled { return true }
-                        state.gates[id] = Gate(service: action.service, continuation: continuation)
-                        return false
+    private func wait(at id: UInt64, cancellable: Bool) async throws {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome: Result<Void, any Error>? = state.withLock { state in
+                    if cancellable && Task.isCancelled {
+                        state.gates.removeValue(forKey: id)
+                        return .failure(CancellationError())
                     }
-                    if cancelled { continuation.resume(throwing: CancellationError()) }
+                    guard state.gates[id]?.released == false else {
+                        state.gates.removeValue(forKey: id)
+                        return .success(())
+                    }
+                    state.gates[id]?.continuation = continuation
+                    return nil
                 }
-            } onCancel: {
-                guard cancellable else { return }
-                state.withLock { $0.gates.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
+                if let outcome { continuation.resume(with: outcome) }
             }
+        } onCancel: {
+            guard cancellable else { return }
+            state.withLock { $0.gates.removeValue(forKey: id) }?.continuation?.resume(throwing: CancellationError())
         }
     }
 }

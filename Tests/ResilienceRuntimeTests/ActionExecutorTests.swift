@@ -10,7 +10,7 @@ struct ActionExecutorTests {
 
     func makeExecutor(path: NetworkPath = upPath) -> (ActionExecutor, Recorder<ActionEvent>) {
         let executor = ActionExecutor(
-            plugins: [plugin], clock: clock, configuration: .init(randomSeed: 42), path: path)
+            plugins: [plugin], clock: clock, configuration: .init(randomSeed: 42), path: path, logger: quiet)
         return (executor, Recorder.recording(executor.events()))
     }
 
@@ -153,7 +153,7 @@ struct ActionExecutorTests {
     }
 
     @Test func anActionNoPluginPerformsFailsPermanently() async {
-        let executor = ActionExecutor(plugins: [RecordingPlugin(actions: [.register])], clock: clock)
+        let executor = ActionExecutor(plugins: [RecordingPlugin(actions: [.register])], clock: clock, logger: quiet)
         let events = Recorder.recording(executor.events())
         await executor.submit([planned(.openHTTP, "http")], epoch: .initial)
         let failed = await events.wait(count: 1) { if case .failed = $0.outcome { true } else { false } }
