@@ -97,6 +97,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "NetlinkMonitor", "CNetlink", log,
+                "ResilienceTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",

@@ -76,7 +76,7 @@ extension ActionExecutor {
         actionLogger[metadataKey: "epoch"] = "\(queued.epoch)"
         let context = PluginContext(
             logger: actionLogger, deadline: deadline, network: network, path: path, epoch: queued.epoch,
-            attempt: queued.attempt)
+            attempt: queued.attempt, now: now)
         if queued.attempt == 1 {
             metrics.recordLatency(kind: action.kind, nanoseconds: (now - queued.submittedAt).nanoseconds)
         }
