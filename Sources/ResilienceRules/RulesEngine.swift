@@ -4,11 +4,16 @@ public import ResilienceCore
 ///
 /// Invariants:
 /// - Deterministic: the same engine value, trigger, services and instant give the same actions.
-/// - No action brings up a service whose level in the current app state is `.none`.
+/// - No action brings up a service whose level in the current app state is `.none` (unless the
+///   service's level row lists the trigger in `allowedOn`).
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
-///   that needs the network until a `restored` or `changed` trigger.
+///   that needs the network until a `restored` or `changed` trigger (local actions such as
+///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
+/// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
+///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
+/// - Every action's `source` names the rule and the level row that allowed it.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
     public var policy: Policy
@@ -18,12 +23,15 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var networkAvailable: Bool
     /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
     public private(set) var callsHeldByInterruption: Set<ServiceID>
+    /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
+    public private(set) var interruptionActive: Bool
 
     public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
         self.policy = policy
         self.appState = appState
         self.networkAvailable = networkAvailable
         self.callsHeldByInterruption = []
+        self.interruptionActive = false
     }
 
     /// Decides the ordered actions for one trigger.
@@ -34,58 +42,88 @@ public struct RulesEngine: Sendable, Hashable {
     public mutating func decide(_ trigger: Trigger, services: [ClientService], at now: ContinuousClock.Instant)
         -> [PlannedAction]
     {
-        fatalError("RulesEngine.decide is implemented by the policy issue")
+        let before = appState
+        switch trigger {
+        case .network(.lost): networkAvailable = false
+        case .network: networkAvailable = true
+        case .app(let event):
+            appState = event.nextState(from: appState)
+            if event == .interrupted { interruptionActive = true }
+            if event == .interruptionEnded { interruptionActive = false }
+        case .callStateChanged(let id):
+            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
+                callsHeldByInterruption.remove(id)
+            }
+        case .keepAliveDue, .pushTokenChanged, .shutdown: break
+        }
+        let present = Set(services.map(\.id))
+        callsHeldByInterruption.formIntersection(present)
+
+        var planned: [PlannedAction] = []
+        let name = trigger.name
+        for rule in policy.rules
+        where rule.when.contains(appState) && rule.on.contains(where: { $0.matches(name: name) }) {
+            for service in services where rule.selects(service.kind) {
+                guard
+                    rule.conditions.allSatisfy({ holds($0, for: service, trigger: trigger, before: before, now: now) })
+                else { continue }
+                for kind in rule.actions where permits(kind, for: service, triggerName: name) {
+                    guard !planned.contains(where: { $0.kind == kind && $0.service == service.id }) else { continue }
+                    planned.append(
+                        PlannedAction(kind: kind, service: service.id, trigger: trigger, source: source(rule, service)))
+                }
+            }
+        }
+        let batch = Self.ordered(Self.subsumed(planned), services: services)
+
+        if trigger == .app(.interrupted) {
+            callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
+        }
+        callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
+        return batch
     }
 
     /// The level a service runs at in an app state under the current policy.
     public func level(of service: ClientService, in state: AppState) -> ServiceLevel {
-        fatalError("RulesEngine.level is implemented by the policy issue")
-    }
-}
-
-/// Everything a policy file can set. `Policy.default` is the seed's service table.
-public struct Policy: Sendable, Hashable {
-    /// How long a loss must last before it is reported (0 allowed).
-    public var lossHoldDown: Duration
-    public var backoff: BackoffPolicy
-    /// The shortest interval between keep-alive wake-ups while in background (iOS: 600 s).
-    public var keepAliveMinimumInterval: Duration
-    /// Refresh registrations and subscriptions this long before they expire.
-    public var refreshMargin: Duration
-
-    public init(
-        lossHoldDown: Duration = .seconds(2),
-        backoff: BackoffPolicy = BackoffPolicy(),
-        keepAliveMinimumInterval: Duration = .seconds(600),
-        refreshMargin: Duration = .seconds(30)
-    ) {
-        self.lossHoldDown = lossHoldDown
-        self.backoff = backoff
-        self.keepAliveMinimumInterval = keepAliveMinimumInterval
-        self.refreshMargin = refreshMargin
+        policy.level(of: service.kind, in: state)
     }
 
-    /// The seed's service table (Avaya Client SDK, "Backgrounding and battery considerations").
-    public static let `default` = Policy()
-}
+    /// Whether the engine may plan `kind` for `service` on `trigger` in the current state.
+    public func permits(_ kind: ActionKind, for service: ClientService, trigger: Trigger) -> Bool {
+        permits(kind, for: service, triggerName: trigger.name)
+    }
 
-/// Jittered exponential backoff (the gRPC connection-backoff numbers by default).
-public struct BackoffPolicy: Sendable, Hashable, Codable {
-    public var initial: Duration
-    public var multiplier: Double
-    /// Relative jitter: 0.2 means ±20 %.
-    public var jitter: Double
-    public var maximum: Duration
+    private func permits(_ kind: ActionKind, for service: ClientService, triggerName: String) -> Bool {
+        if kind.needsNetwork && !networkAvailable { return false }
+        guard kind.bringsUp, level(of: service, in: appState) == .none else { return true }
+        let row = policy.row(for: service.kind)
+        return row?.allowedOn.contains { $0.matches(name: triggerName) } ?? false
+    }
 
-    public init(
-        initial: Duration = .seconds(1),
-        multiplier: Double = 1.6,
-        jitter: Double = 0.2,
-        maximum: Duration = .seconds(120)
-    ) {
-        self.initial = initial
-        self.multiplier = multiplier
-        self.jitter = jitter
-        self.maximum = maximum
+    private func holds(
+        _ condition: RuleCondition, for service: ClientService, trigger: Trigger, before: AppState,
+        now: ContinuousClock.Instant
+    ) -> Bool {
+        switch condition {
+        case .stale:
+            guard let expires = service.expires else { return true }
+            return expires <= now + policy.keepAliveMinimumInterval + policy.refreshMargin
+        case .due:
+            if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
+            return false
+        case .heldByInterruption:
+            return !interruptionActive && callsHeldByInterruption.contains(service.id)
+        case .turnedOff:
+            return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
+        case .turnedOn:
+            return level(of: service, in: before) == .none && level(of: service, in: appState) > .none
+        case .running:
+            return level(of: service, in: before) > .none
+        }
+    }
+
+    private func source(_ rule: Rule, _ service: ClientService) -> String {
+        guard let row = policy.row(for: service.kind) else { return "rule \(rule.name); no level row (full)" }
+        return "rule \(rule.name); level \(row.selector.name) \(appState.rawValue)=\(row.level(in: appState).rawValue)"
     }
 }

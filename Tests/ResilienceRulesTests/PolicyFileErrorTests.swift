@@ -1,0 +1,144 @@
+import ResilienceCore
+import ResiliencePolicyFile
+import ResilienceRules
+import Testing
+
+/// Every class of bad input yields a located error with what was expected and, for near misses,
+/// the nearest valid name.
+struct PolicyFileErrorTests {
+    struct Case: CustomTestStringConvertible, Sendable {
+        var name: String
+        var yaml: String
+        var code: PolicyFileError.Code
+        var line: Int
+        var column: Int
+        var hint: String?
+        var testDescription: String { name }
+    }
+
+    static func rule(on: String = "shutdown", for service: String = "http") -> String {
+        "rules:\n  - name: r\n    on: \(on)\n    for: \(service)\n"
+    }
+    static let rule = rule()
+
+    static let cases: [Case] = [
+        Case(
+            name: "unknown top-level key", yaml: "los-hold-down: 2s\n", code: .unknownKey, line: 1, column: 1,
+            hint: "loss-hold-down"),
+        Case(
+            name: "unknown rule key", yaml: rule + "    do: drain-http\n    wehn: foreground\n", code: .unknownKey,
+            line: 6, column: 5, hint: "when"),
+        Case(
+            name: "unknown backoff key", yaml: "backoff:\n  maximum: 2s\n", code: .unknownKey, line: 2, column: 3,
+            hint: "max"),
+        Case(
+            name: "unknown service", yaml: rule(for: "htpp") + "    do: drain-http\n",
+            code: .unknownName, line: 4, column: 10, hint: "http"),
+        Case(
+            name: "unknown action", yaml: rule + "    do: drain-htp\n", code: .unknownName, line: 5, column: 9,
+            hint: "drain-http"),
+        Case(
+            name: "unknown action in a list", yaml: rule + "    do: [drain-http, opne-http]\n", code: .unknownName,
+            line: 5, column: 22, hint: "open-http"),
+        Case(
+            name: "unknown state", yaml: rule + "    do: drain-http\n    when: backgrund\n", code: .unknownName,
+            line: 6, column: 11, hint: "background"),
+        Case(
+            name: "unknown trigger",
+            yaml: rule(on: "network.lsot")
+                + "    do: drain-http\n", code: .unknownName, line: 3, column: 9, hint: "network.lost"),
+        Case(
+            name: "unknown level", yaml: "levels:\n  - service: http\n    foreground: ful\n    background: none\n",
+            code: .unknownName, line: 3, column: 17, hint: "full"),
+        Case(
+            name: "unknown condition", yaml: rule + "    do: drain-http\n    if: stael\n", code: .unknownName,
+            line: 6, column: 9, hint: "stale"),
+        Case(
+            name: "duration of the wrong type", yaml: "loss-hold-down: fast\n", code: .wrongType, line: 1,
+            column: 17),
+        Case(name: "duration without a unit", yaml: "refresh-margin: 30\n", code: .wrongType, line: 1, column: 17),
+        Case(
+            name: "number of the wrong type", yaml: "backoff:\n  multiplier: quick\n", code: .wrongType, line: 2,
+            column: 15),
+        Case(
+            name: "mapping where a list belongs", yaml: "levels:\n  http: full\n", code: .wrongType, line: 2,
+            column: 3),
+        Case(name: "list where a mapping belongs", yaml: "backoff: [1s]\n", code: .wrongType, line: 1, column: 10),
+        Case(name: "a document that is not a mapping", yaml: "- a\n- b\n", code: .wrongType, line: 1, column: 1),
+        Case(name: "missing key", yaml: rule, code: .missingKey, line: 2, column: 5),
+        Case(name: "out of range", yaml: "backoff:\n  jitter: 2\n", code: .invalidValue, line: 2, column: 11),
+        Case(
+            name: "action for the wrong service", yaml: rule + "    do: subscribe\n", code: .invalidValue, line: 5,
+            column: 9),
+        Case(
+            name: "contradictory rules",
+            yaml: "extra-rules:\n  - name: keep-others\n    on: app.entered-background\n    for: subscription\n"
+                + "    do: subscribe\n", code: .contradiction, line: 2, column: 5),
+        Case(
+            name: "a rule contradicting itself",
+            yaml: rule(for: "call")
+                + "    do: [hold-call, resume-call]\n", code: .contradiction, line: 2, column: 5),
+        Case(
+            name: "unknown service kind", yaml: "services:\n  - {id: x, kind: call.active}\n", code: .unknownName,
+            line: 2, column: 19, hint: "call.outgoing.active"),
+        Case(
+            name: "duplicate service id",
+            yaml: "services:\n  - {id: x, kind: http}\n  - {id: x, kind: registration}\n", code: .duplicateKey,
+            line: 3, column: 10),
+        Case(
+            name: "a rule the level table always drops",
+            yaml:
+                "extra-rules:\n  - {name: bg-http, on: network.restored, when: background, for: http, do: open-http}\n",
+            code: .contradiction, line: 2, column: 5),
+        Case(
+            name: "two rows for one service",
+            yaml: "levels:\n  - {service: http, foreground: full, background: none}\n"
+                + "  - {service: http, foreground: none, background: none}\n", code: .contradiction, line: 3,
+            column: 15),
+        Case(
+            name: "backoff max below initial", yaml: "backoff: {initial: 10s, max: 1s}\n", code: .contradiction,
+            line: 1, column: 30),
+        Case(
+            name: "duplicate rule name",
+            yaml: "extra-rules:\n  - {name: shutdown-unregister, on: shutdown, "
+                + "for: registration, do: run-hook}\n", code: .duplicateKey, line: 2, column: 5),
+        Case(name: "empty file", yaml: "", code: .empty, line: 1, column: 1),
+        Case(name: "only comments", yaml: "# nothing here\n", code: .empty, line: 1, column: 1),
+        Case(name: "YAML syntax error", yaml: "levels: [\n  - a\n", code: .syntax, line: 2, column: 3),
+        Case(name: "unsupported version", yaml: "version: 2\n", code: .invalidValue, line: 1, column: 10),
+    ]
+
+    @Test(arguments: cases)
+    func badInputIsALocatedHelpfulError(_ c: Case) {
+        #expect {
+            _ = try PolicyFile.parse(c.yaml, file: "bad.yaml")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            #expect(error.code == c.code)
+            #expect((error.line, error.column) == (c.line, c.column), "\(error)")
+            #expect(error.file == "bad.yaml")
+            #expect(!error.expected.isEmpty)
+            if let hint = c.hint { #expect(error.hint == "did you mean \"\(hint)\"?") }
+            #expect(error.description.hasPrefix("bad.yaml:\(error.line):\(error.column): error: "))
+            return true
+        }
+    }
+
+    @Test func nonUTF8IsRejectedAtTheFirstBadByte() {
+        let bytes = Array("version: 1\nloss-hold-down: ".utf8) + [0xFF, 0xFE] + Array("2s\n".utf8)
+        #expect {
+            _ = try PolicyFile.parse(bytes, file: "latin1.yaml")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            return error.code == .notUTF8 && error.line == 2 && error.column == 17
+        }
+    }
+
+    @Test func aMissingFileIsUnreadable() {
+        #expect {
+            _ = try PolicyFile.load(path: "/nonexistent/policy.yaml")
+        } throws: { error in
+            (error as? PolicyFileError)?.code == .unreadable
+        }
+    }
+}
