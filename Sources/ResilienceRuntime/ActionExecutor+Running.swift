@@ -4,7 +4,7 @@ import ResilienceCore
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
 /// Every mutation of a slot goes through ``store(_:for:)``, which keeps `active` (the non-idle
-/// services) exact, wakes services waiting on an idle prerequisite and resumes idle waiters.
+/// services) exact, lets services waiting on it re-check, and resumes idle waiters.
 extension ActionExecutor {
     func replacePending(of id: ServiceID, with queued: [Queued]) {
         var slot = slots[id] ?? Slot()
@@ -22,7 +22,7 @@ extension ActionExecutor {
     }
 
     /// Starts the service's next action if nothing runs, the path allows it, its retry time has
-    /// come and its prerequisites are idle; otherwise arranges to be called again.
+    /// come and its prerequisites are done (see `Slot.blocks`); otherwise arranges to be called again.
     func tryStart(_ id: ServiceID) {
         guard var slot = slots[id], slot.running == nil, let next = slot.pending.first else { return }
         if isHeld(next) { return }  // networkChanged(restored) calls again
@@ -38,7 +38,7 @@ extension ActionExecutor {
             return
         }
         for prerequisite in next.action.after where prerequisite != id {
-            if let other = slots[prerequisite], !other.isIdle {
+            if let other = slots[prerequisite], other.blocks(next) {
                 dependents[prerequisite, default: []].insert(id)
                 return
             }
@@ -189,14 +189,14 @@ extension ActionExecutor {
 
     func store(_ slot: Slot, for id: ServiceID) {
         slots[id] = slot
+        if let waiting = dependents.removeValue(forKey: id) {
+            for dependent in waiting.sorted() { tryStart(dependent) }
+        }
         guard slot.isIdle else {
             active.insert(id)
             return
         }
         active.remove(id)
-        if let waiting = dependents.removeValue(forKey: id) {
-            for dependent in waiting.sorted() { tryStart(dependent) }
-        }
         if active.isEmpty && !idleWaiters.isEmpty {
             let waiters = idleWaiters
             idleWaiters = [:]
@@ -241,5 +241,18 @@ extension Duration {
         let (seconds, attoseconds) = components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         return overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}
+
+extension ActionExecutor.Slot {
+    /// Whether this (prerequisite) service still has work that must finish before `action`:
+    /// anything from an older batch, or from the same batch unless it waits for `action`'s service.
+    func blocks(_ action: ActionExecutor.Queued) -> Bool {
+        func blocking(_ other: ActionExecutor.Queued) -> Bool {
+            if other.batch != action.batch { return other.batch < action.batch }
+            return !other.action.after.contains(action.action.service)
+        }
+        if let running, blocking(running.queued) { return true }
+        return pending.first.map(blocking) ?? false
     }
 }

@@ -15,7 +15,10 @@ public import ResilienceRules
 ///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported
 ///   as succeeded, whatever its plugin returns later.
 /// - An action whose `after` names other services starts only when those services have nothing
-///   running or pending (registration before the same account's subscriptions and calls).
+///   running or pending from its batch or an older one (registration before the same account's
+///   subscriptions and calls; their teardown before unregister). A prerequisite whose next action
+///   itself waits for the dependent does not block it, so a batch's two phases of one service
+///   (bring-up first, unregister last) cannot deadlock.
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
 ///   the plugin's `Retry-After`. While the path is unsatisfied nothing is retried and actions of
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
@@ -138,7 +141,8 @@ public actor ActionExecutor {
         var byService: [ServiceID: [Queued]] = [:]
         for action in actions {
             let queued = Queued(
-                action: action, epoch: epoch, batch: nextBatch, attempt: 1, isRetry: false, notBefore: nil,
+                action: action, epoch: epoch, batch: nextBatch, attempt: 1, isRetry: false,
+                notBefore: nil,
                 submittedAt: now)
             if byService[action.service] == nil { order.append(action.service) }
             byService[action.service, default: []].append(queued)

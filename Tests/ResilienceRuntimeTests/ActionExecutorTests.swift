@@ -74,6 +74,20 @@ struct ActionExecutorTests {
         }
     }
 
+    /// A batch where the registration both goes first and last (bring-up, subscriptions, then
+    /// unregister after them) must not deadlock.
+    @Test func aServiceFirstAndLastInOneBatchDoesNotDeadlockItsDependents() async {
+        let (executor, events) = makeExecutor()
+        await executor.submit(
+            [
+                planned(.register, "reg"), planned(.subscribe, "sub", after: ["reg"]),
+                planned(.unregister, "reg", after: ["sub"]),
+            ], epoch: .initial)
+        await executor.waitUntilIdle()
+        let order = events.items.filter(\.isSucceeded).map { "\($0.action.kind)" }
+        #expect(order == ["register", "subscribe", "unregister"])
+    }
+
     @Test func backoffDelaysStayInsideTheJitterBoundsOfTheFormula() async {
         let (executor, events) = makeExecutor()
         let policy = ActionExecutor.Configuration().backoff
