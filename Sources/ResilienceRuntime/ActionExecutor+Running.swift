@@ -226,12 +226,21 @@ extension ActionExecutor {
     }
 
     private func log(_ event: ActionEvent, level: Logger.Level) {
-        logger.log(
-            level: level, "action \(event.outcome)",
-            metadata: [
-                "action.kind": "\(event.action.kind)", "service.id": "\(event.action.service)",
-                "epoch": "\(event.epoch)", "attempt": "\(event.attempt)", "trigger": "\(event.action.trigger.name)",
-            ])
+        var metadata: Logger.Metadata = [
+            "action.kind": "\(event.action.kind)", "service.id": "\(event.action.service)",
+            "epoch": "\(event.epoch)", "attempt": "\(event.attempt)", "trigger": "\(event.action.trigger.name)",
+        ]
+        var message = "action \(event.outcome.label)"
+        switch event.outcome {
+        case .retrying(let at, let error):
+            metadata["retry.in"] = at.map { "\($0 - event.at)" } ?? "on-restore"
+            message += ": \(error)"
+        case .failed(let error):
+            message += ": \(error)"
+        default:
+            break
+        }
+        logger.log(level: level, "\(message)", metadata: metadata)
     }
 }
 
