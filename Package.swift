@@ -96,7 +96,7 @@ let package = Package(
         .executableTarget(
             name: "NetresBench",
             dependencies: [
-                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "NetlinkMonitor", log,
+                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting", "NetlinkMonitor", log,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",

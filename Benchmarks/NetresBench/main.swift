@@ -1,6 +1,7 @@
 // netres-bench: NetResilience's benchmarks. Each prints Markdown for BENCHMARKS.md.
 //   netres-bench netlink [changes] [idle-seconds]   detection latency vs the netlink floor (root)
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
+//   netres-bench runtime                            executor and keep-alive figures (RuntimeBenchmarks.swift)
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -11,12 +12,14 @@ do {
         let changes = arguments.count > 1 ? Int(arguments[1]) ?? 2000 : 2000
         let idle = arguments.count > 2 ? Int(arguments[2]) ?? 60 : 60
         try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
+    case "runtime":
+        await runRuntimeBenchmarks()
     case "idle-baseline":
         // The Swift runtime at rest, for the idle comparison: await something that never comes.
         let never = AsyncStream<Int>(bufferingPolicy: .unbounded, { _ in })
         for await _ in never {}
     default:
-        print("usage: netres-bench netlink [changes] [idle-seconds]")
+        print("usage: netres-bench netlink [changes] [idle-seconds] | runtime")
         exit(64)
     }
 } catch {

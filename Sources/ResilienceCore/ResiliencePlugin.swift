@@ -45,14 +45,20 @@ public struct PluginContext: Sendable {
     public var epoch: NetworkEpoch
     /// Which attempt this is (1 for the first try).
     public var attempt: Int
+    /// When the attempt started, on the runtime's clock: the plugin's "now" for computing
+    /// expiries (e.g. a registration's `expires` from the 200 OK's `Expires`) without a clock.
+    public var now: ContinuousClock.Instant
 
+    /// Creates a context. The executor always passes `now` from its clock; when it is omitted
+    /// (hand-built contexts in tests) it is `ContinuousClock.now`.
     public init(
         logger: Logger,
         deadline: ContinuousClock.Instant,
         network: NetworkSnapshot,
         path: NetworkPath,
         epoch: NetworkEpoch,
-        attempt: Int = 1
+        attempt: Int = 1,
+        now: ContinuousClock.Instant? = nil
     ) {
         self.logger = logger
         self.deadline = deadline
@@ -60,6 +66,7 @@ public struct PluginContext: Sendable {
         self.path = path
         self.epoch = epoch
         self.attempt = attempt
+        self.now = now ?? ContinuousClock.now
     }
 }
 

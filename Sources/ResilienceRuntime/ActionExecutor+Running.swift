@@ -1,0 +1,267 @@
+import Logging
+import ResilienceCore
+
+/// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
+///
+/// Every mutation of a slot goes through ``store(_:for:)``, which keeps `active` (the non-idle
+/// services) exact, lets services waiting on it re-check, and resumes idle waiters.
+extension ActionExecutor {
+    func replacePending(of id: ServiceID, with queued: [Queued]) {
+        var slot = slots[id] ?? Slot()
+        for old in slot.pending { report(old, .superseded) }
+        slot.retryTimer?.cancel()
+        slot.retryTimer = nil
+        slot.pending = queued
+        store(slot, for: id)
+    }
+
+    /// Whether the next action of a service must wait for the path: retries never run while it
+    /// is unsatisfied, nor do actions decided before the loss.
+    func isHeld(_ queued: Queued) -> Bool {
+        !pathSatisfied && (queued.isRetry || queued.epoch < epoch)
+    }
+
+    /// Starts the service's next action if nothing runs, the path allows it, its retry time has
+    /// come and its prerequisites are done (see `Slot.blocks`); otherwise arranges to be called again.
+    func tryStart(_ id: ServiceID) {
+        guard var slot = slots[id], slot.running == nil, let next = slot.pending.first else { return }
+        if isHeld(next) { return }  // networkChanged(restored) calls again
+        let now = clock.now
+        if let notBefore = next.notBefore, notBefore > now {
+            if slot.retryTimer == nil {
+                slot.retryTimer = Task { [clock] in
+                    guard (try? await clock.sleep(until: notBefore, tolerance: nil)) != nil else { return }
+                    self.retryDue(id, at: notBefore)
+                }
+                slots[id] = slot
+            }
+            return
+        }
+        for prerequisite in next.action.after where prerequisite != id {
+            if let other = slots[prerequisite], other.blocks(next) {
+                dependents[prerequisite, default: []].insert(id)
+                return
+            }
+        }
+        slot.pending.removeFirst()
+        slot.retryTimer = nil
+        slot.running = start(next, at: now)
+        store(slot, for: id)
+    }
+
+    func retryDue(_ id: ServiceID, at instant: ContinuousClock.Instant) {
+        guard var slot = slots[id], slot.pending.first?.notBefore == instant else { return }
+        slot.retryTimer = nil
+        slots[id] = slot
+        tryStart(id)
+    }
+
+    private func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
+        plugins.first { $0.supportedActions.contains(action.kind) && $0.handles(action.service) }
+    }
+
+    private func start(_ queued: Queued, at now: ContinuousClock.Instant) -> Running? {
+        let action = queued.action
+        guard let plugin = route(action) else {
+            report(queued, .failed(PluginError.permanent("no plugin performs \(action.kind) for \(action.service)")))
+            return nil
+        }
+        nextToken += 1
+        let token = nextToken
+        let deadline = now + configuration.actionTimeout
+        var actionLogger = logger
+        actionLogger[metadataKey: "action.kind"] = "\(action.kind)"
+        actionLogger[metadataKey: "service.id"] = "\(action.service)"
+        actionLogger[metadataKey: "trigger"] = "\(action.trigger.name)"
+        actionLogger[metadataKey: "epoch"] = "\(queued.epoch)"
+        let context = PluginContext(
+            logger: actionLogger, deadline: deadline, network: network, path: path, epoch: queued.epoch,
+            attempt: queued.attempt, now: now)
+        if queued.attempt == 1 {
+            metrics.recordLatency(kind: action.kind, nanoseconds: (now - queued.submittedAt).nanoseconds)
+        }
+        report(queued, .started, at: now)
+        let id = action.service
+        let task = Task {
+            do {
+                try await plugin.perform(action, context: context)
+                self.finished(id, token: token, error: nil)
+            } catch {
+                self.finished(id, token: token, error: error)
+            }
+        }
+        let timer = Task { [clock] in
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            self.timedOut(id, token: token)
+        }
+        return Running(queued: queued, token: token, task: task, timer: timer, startedAt: now)
+    }
+
+    func finished(_ id: ServiceID, token: UInt64, error: (any Error)?) {
+        guard var slot = slots[id], let running = slot.running, running.token == token else { return }
+        running.timer.cancel()
+        slot.running = nil
+        let now = clock.now
+        metrics.recordDuration(kind: running.queued.action.kind, nanoseconds: (now - running.startedAt).nanoseconds)
+        switch error {
+        case nil:
+            slot.failures = 0
+            report(running.queued, .succeeded, at: now)
+        case let error as PluginError where !error.isRetryable:
+            report(running.queued, .failed(error), at: now)
+        case is CancellationError:
+            report(running.queued, .cancelled, at: now)
+        case let error?:
+            let pluginError = error as? PluginError ?? PluginError("\(error)")
+            retry(running.queued, after: pluginError, in: &slot, at: now)
+        }
+        store(slot, for: id)
+        tryStart(id)
+    }
+
+    func timedOut(_ id: ServiceID, token: UInt64) {
+        guard var slot = slots[id], let running = slot.running, running.token == token else { return }
+        running.task.cancel()
+        slot.running = nil
+        let now = clock.now
+        report(running.queued, .timedOut, at: now)
+        retry(running.queued, after: PluginError("timed out"), in: &slot, at: now)
+        store(slot, for: id)
+        tryStart(id)
+    }
+
+    /// Puts a failed action back in front of the pending list, unless a newer decision replaced
+    /// the list meanwhile (then the failed action is superseded, not retried).
+    private func retry(_ queued: Queued, after error: PluginError, in slot: inout Slot, at now: ContinuousClock.Instant)
+    {
+        if let next = slot.pending.first, next.batch != queued.batch {
+            report(queued, .superseded, at: now)
+            return
+        }
+        slot.failures += 1
+        var again = queued
+        again.attempt += 1
+        again.isRetry = true
+        if pathSatisfied {
+            let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
+            again.notBefore = now + delay
+        } else {
+            again.notBefore = nil
+        }
+        report(queued, .retrying(at: again.notBefore, error: error), at: now)
+        slot.pending.insert(again, at: 0)
+    }
+
+    /// On loss: cancels running actions of older epochs and stops every retry timer.
+    func holdEverything(olderThan epoch: NetworkEpoch) {
+        for id in Array(active) {
+            guard var slot = slots[id] else { continue }
+            if let running = slot.running, running.queued.epoch < epoch {
+                stop(running, outcome: .cancelled)
+                slot.running = nil
+            }
+            slot.retryTimer?.cancel()
+            slot.retryTimer = nil
+            if slot.pending.first?.isRetry == true { slot.pending[0].notBefore = nil }
+            store(slot, for: id)
+        }
+    }
+
+    /// On restore: resets backoff and makes every held retry due now.
+    func releaseHeld() {
+        for id in active {
+            guard var slot = slots[id] else { continue }
+            slot.failures = 0
+            if slot.pending.first?.isRetry == true {
+                slot.pending[0].notBefore = nil
+                slot.retryTimer?.cancel()
+                slot.retryTimer = nil
+            }
+            slots[id] = slot
+        }
+    }
+
+    func stop(_ running: Running, outcome: ActionOutcome) {
+        running.task.cancel()
+        running.timer.cancel()
+        report(running.queued, outcome)
+    }
+
+    func store(_ slot: Slot, for id: ServiceID) {
+        slots[id] = slot
+        if let waiting = dependents.removeValue(forKey: id) {
+            for dependent in waiting.sorted() { tryStart(dependent) }
+        }
+        guard slot.isIdle else {
+            active.insert(id)
+            return
+        }
+        active.remove(id)
+        if active.isEmpty && !idleWaiters.isEmpty {
+            let waiters = idleWaiters
+            idleWaiters = [:]
+            for continuation in waiters.values { continuation.resume() }
+        }
+    }
+
+    func resumeIdleWaiter(_ token: UInt64) {
+        idleWaiters.removeValue(forKey: token)?.resume()
+    }
+
+    func report(_ queued: Queued, _ outcome: ActionOutcome, at instant: ContinuousClock.Instant? = nil) {
+        let event = ActionEvent(
+            action: queued.action, epoch: queued.epoch, attempt: queued.attempt, outcome: outcome,
+            at: instant ?? clock.now)
+        if outcome != .started { metrics.count(kind: queued.action.kind, outcome: outcome) }
+        switch outcome {
+        case .started, .succeeded, .superseded:
+            if logger.logLevel <= .debug { log(event, level: .debug) }
+        case .cancelled, .retrying, .timedOut:
+            log(event, level: .info)
+        case .failed:
+            log(event, level: .warning)
+        }
+        onEvent?(event)
+        broadcast.yield(event)
+    }
+
+    private func log(_ event: ActionEvent, level: Logger.Level) {
+        var metadata: Logger.Metadata = [
+            "action.kind": "\(event.action.kind)", "service.id": "\(event.action.service)",
+            "epoch": "\(event.epoch)", "attempt": "\(event.attempt)", "trigger": "\(event.action.trigger.name)",
+        ]
+        var message = "action \(event.outcome.label)"
+        switch event.outcome {
+        case .retrying(let at, let error):
+            metadata["retry.in"] = at.map { "\($0 - event.at)" } ?? "on-restore"
+            message += ": \(error)"
+        case .failed(let error):
+            message += ": \(error)"
+        default:
+            break
+        }
+        logger.log(level: level, "\(message)", metadata: metadata)
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, saturating.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : product + attoseconds / 1_000_000_000
+    }
+}
+
+extension ActionExecutor.Slot {
+    /// Whether this (prerequisite) service still has work that must finish before `action`:
+    /// anything from an older batch, or from the same batch unless it waits for `action`'s service.
+    func blocks(_ action: ActionExecutor.Queued) -> Bool {
+        func blocking(_ other: ActionExecutor.Queued) -> Bool {
+            if other.batch != action.batch { return other.batch < action.batch }
+            return !other.action.after.contains(action.action.service)
+        }
+        if let running, blocking(running.queued) { return true }
+        return pending.first.map(blocking) ?? false
+    }
+}

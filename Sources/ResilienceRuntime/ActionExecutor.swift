@@ -1,0 +1,230 @@
+public import Logging
+public import ResilienceCore
+public import ResilienceRules
+
+/// Carries out planned actions through plugins: in order, once, without storms, and never
+/// against a dead network.
+///
+/// Invariants (DESIGN.md, "Executor rules"):
+/// - Per service, at most one action runs and at most one *decision* is pending. A pending
+///   decision is the list of that service's actions from one ``submit(_:epoch:)`` batch, run in
+///   order; a newer batch for the service replaces it, and the replaced actions are reported
+///   ``ActionOutcome/superseded`` without ever reaching a plugin.
+/// - Every action carries the ``NetworkEpoch`` it was decided in. A loss that starts a newer epoch
+///   cancels the running actions of older epochs (Task cancellation, visible to the plugin) and
+///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported
+///   as succeeded, whatever its plugin returns later.
+/// - An action whose `after` names other services starts only when those services have nothing
+///   running or pending from its batch or an older one (registration before the same account's
+///   subscriptions and calls; their teardown before unregister). A prerequisite whose next action
+///   itself waits for the dependent does not block it, so a batch's two phases of one service
+///   (bring-up first, unregister last) cannot deadlock.
+/// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
+///   the plugin's `Retry-After`. While the path is unsatisfied nothing is retried and actions of
+///   older epochs do not start; on restore the backoff resets and everything held starts at once.
+/// - Every attempt has a deadline (`Configuration.actionTimeout`) and every outcome is observable
+///   through ``events()``, the `onEvent` sink, logs and metrics.
+public actor ActionExecutor {
+    /// Tuning of retries and timeouts.
+    public struct Configuration: Sendable {
+        public var backoff: BackoffPolicy
+        /// How long one attempt may run before it is cancelled and reported `timedOut`.
+        public var actionTimeout: Duration
+        /// Seed for the jitter; nil draws from the system generator.
+        public var randomSeed: UInt64?
+
+        public init(
+            backoff: BackoffPolicy = BackoffPolicy(), actionTimeout: Duration = .seconds(30), randomSeed: UInt64? = nil
+        ) {
+            self.backoff = backoff
+            self.actionTimeout = actionTimeout
+            self.randomSeed = randomSeed
+        }
+    }
+
+    /// What one service is doing, for status snapshots.
+    public struct ServiceStatus: Hashable, Sendable {
+        public var running: PlannedAction?
+        /// The pending actions, next first.
+        public var pending: [PlannedAction]
+        /// The attempt number of the running action, or of the next retry.
+        public var attempt: Int
+        /// When the next retry starts; nil when none is scheduled.
+        public var retryAt: ContinuousClock.Instant?
+        /// True when the next action waits for the path to be restored.
+        public var waitingForPath: Bool
+    }
+
+    struct Queued {
+        var action: PlannedAction
+        var epoch: NetworkEpoch
+        var batch: UInt64
+        var attempt: Int
+        var isRetry: Bool
+        var notBefore: ContinuousClock.Instant?
+        var submittedAt: ContinuousClock.Instant
+    }
+
+    struct Running {
+        var queued: Queued
+        var token: UInt64
+        var task: Task<Void, Never>
+        var timer: Task<Void, Never>
+        var startedAt: ContinuousClock.Instant
+    }
+
+    struct Slot {
+        var running: Running?
+        var pending: [Queued] = []
+        /// Consecutive failures, the backoff exponent; reset on success and on restore.
+        var failures = 0
+        var retryTimer: Task<Void, Never>?
+        var isIdle: Bool { running == nil && pending.isEmpty }
+    }
+
+    let plugins: [any ResiliencePlugin]
+    let clock: any RuntimeClock
+    let configuration: Configuration
+    let logger: Logger
+    let onEvent: (@Sendable (ActionEvent) -> Void)?
+    let broadcast = Broadcast<ActionEvent>()
+    let metrics = ExecutorMetrics()
+    var random: SplitMix64
+    var slots: [ServiceID: Slot] = [:]
+    /// Prerequisite service → services whose next action waits for it to become idle.
+    var dependents: [ServiceID: Set<ServiceID>] = [:]
+    /// Services that are not idle; empty means ``waitUntilIdle()`` returns.
+    var active: Set<ServiceID> = []
+    var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var pathSatisfied = true
+    var path: NetworkPath
+    var network: NetworkSnapshot
+    var epoch = NetworkEpoch.initial
+    var nextToken: UInt64 = 0
+    var nextBatch: UInt64 = 0
+
+    /// - Parameters:
+    ///   - plugins: each action goes to the first plugin that supports its kind and handles its
+    ///     service; an action no plugin takes fails permanently.
+    ///   - clock: every deadline, backoff and latency is measured on it.
+    ///   - onEvent: a synchronous sink called on the executor for every event, before ``events()``.
+    public init(
+        plugins: [any ResiliencePlugin],
+        clock: any RuntimeClock = ContinuousClock(),
+        configuration: Configuration = Configuration(),
+        path: NetworkPath = NetworkPath(status: .satisfied),
+        network: NetworkSnapshot = .empty,
+        logger: Logger = Logger(label: "netres.executor"),
+        onEvent: (@Sendable (ActionEvent) -> Void)? = nil
+    ) {
+        self.plugins = plugins
+        self.clock = clock
+        self.configuration = configuration
+        self.logger = logger
+        self.onEvent = onEvent
+        self.path = path
+        self.network = network
+        self.pathSatisfied = path.isSatisfied
+        var seeder = SystemRandomNumberGenerator()
+        self.random = SplitMix64(seed: configuration.randomSeed ?? seeder.next())
+    }
+
+    /// Every event from now on; any number of subscribers.
+    public nonisolated func events() -> AsyncStream<ActionEvent> { broadcast.subscribe() }
+
+    /// Queues one decision batch. Per service, the batch's actions replace whatever was pending.
+    public func submit(_ actions: [PlannedAction], epoch: NetworkEpoch) {
+        guard !actions.isEmpty else { return }
+        nextBatch += 1
+        let now = clock.now
+        var order: [ServiceID] = []
+        var byService: [ServiceID: [Queued]] = [:]
+        for action in actions {
+            let queued = Queued(
+                action: action, epoch: epoch, batch: nextBatch, attempt: 1, isRetry: false,
+                notBefore: nil,
+                submittedAt: now)
+            if byService[action.service] == nil { order.append(action.service) }
+            byService[action.service, default: []].append(queued)
+        }
+        for id in order { replacePending(of: id, with: byService[id]!) }
+        for id in order { tryStart(id) }
+    }
+
+    /// Reports a new path. A loss (satisfied → unsatisfied) with a newer `epoch` cancels the
+    /// running actions of older epochs and holds every retry; a restore resets the backoff and
+    /// starts everything held at once, after `actions` (the restore decision) replaced what they
+    /// supersede.
+    public func networkChanged(
+        _ path: NetworkPath, network: NetworkSnapshot, epoch: NetworkEpoch, then actions: [PlannedAction] = []
+    ) {
+        let wasSatisfied = pathSatisfied
+        self.path = path
+        self.network = network
+        self.pathSatisfied = path.isSatisfied
+        if epoch > self.epoch { self.epoch = epoch }
+        if wasSatisfied && !path.isSatisfied {
+            holdEverything(olderThan: epoch)
+        } else if !wasSatisfied && path.isSatisfied {
+            releaseHeld()
+        }
+        submit(actions, epoch: epoch)
+        if !wasSatisfied && path.isSatisfied {
+            for id in Array(active) { tryStart(id) }
+        }
+    }
+
+    /// Cancels every running action and drops everything pending (reported `superseded`).
+    public func cancelAll() {
+        for id in Array(active) {
+            guard var slot = slots[id] else { continue }
+            if let running = slot.running {
+                stop(running, outcome: .cancelled)
+                slot.running = nil
+            }
+            for queued in slot.pending { report(queued, .superseded) }
+            slot.pending = []
+            slot.retryTimer?.cancel()
+            slot.retryTimer = nil
+            store(slot, for: id)
+        }
+        dependents = [:]
+    }
+
+    /// Returns when no service has anything running or pending (at once when idle already).
+    public func waitUntilIdle() async {
+        guard !active.isEmpty else { return }
+        nextToken += 1
+        let token = nextToken
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if active.isEmpty || Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    idleWaiters[token] = continuation
+                }
+            }
+        } onCancel: {
+            Task { await self.resumeIdleWaiter(token) }
+        }
+    }
+
+    /// What every non-idle service is doing.
+    public func status() -> [ServiceID: ServiceStatus] {
+        var out: [ServiceID: ServiceStatus] = [:]
+        for id in active {
+            guard let slot = slots[id] else { continue }
+            let next = slot.pending.first
+            out[id] = ServiceStatus(
+                running: slot.running?.queued.action,
+                pending: slot.pending.map(\.action),
+                attempt: slot.running?.queued.attempt ?? next?.attempt ?? 1,
+                retryAt: next?.notBefore,
+                waitingForPath: next.map { isHeld($0) } ?? false)
+        }
+        return out
+    }
+
+    /// True when the path is satisfied as far as the executor knows.
+    public var isPathSatisfied: Bool { pathSatisfied }
+}

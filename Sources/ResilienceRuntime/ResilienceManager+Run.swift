@@ -1,0 +1,139 @@
+import Logging
+import ResilienceCore
+import ResilienceRules
+import ServiceLifecycle
+
+extension ResilienceManager {
+    /// Runs the plugins, follows the source's transitions, decides triggers and carries out the
+    /// decisions until graceful shutdown (which tears down first) or cancellation (which does
+    /// not). Call it once.
+    public func run() async throws {
+        let pluginGroup = plugins.isEmpty ? nil : ServiceGroup(services: plugins, logger: logger)
+        // Detached on purpose: a child task would inherit the parent group's graceful-shutdown
+        // signal and stop the plugins before the teardown actions they must perform.
+        let pluginTask = pluginGroup.map { group in Task.detached { try await group.run() } }
+        await withTaskCancellationHandler {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.followTransitions() }
+                group.addTask { await self.followKeepAlives() }
+                group.addTask { await self.processTriggers() }
+                if (try? await gracefulShutdown()) != nil { await self.tearDown() }
+                group.cancelAll()
+            }
+        } onCancel: {
+            pluginTask?.cancel()
+        }
+        isShuttingDown = true
+        await executor.cancelAll()
+        await scheduler.stop()
+        await pluginGroup?.triggerGracefulShutdown()
+        _ = await pluginTask?.result
+        broadcast.finish()
+        logger.info("resilience manager stopped")
+    }
+
+    private func followTransitions() async {
+        for await transition in await source.transitions() {
+            path = transition.path
+            broadcast.yield(.transition(transition))
+            if let trigger = NetworkTrigger(transition) {
+                enqueue(.network(trigger), transition: transition)
+            } else if !transition.path.isSatisfied {
+                // `.initial` is no change, but the rules and the executor must start from it.
+                rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
+                await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
+            }
+        }
+    }
+
+    private func followKeepAlives() async {
+        for await due in keepAliveDue.stream { enqueue(.keepAliveDue(due)) }
+    }
+
+    private func processTriggers() async {
+        for await _ in wake.stream {
+            while !queue.isEmpty && !isShuttingDown {
+                let batch = coalesce(queue)
+                queue = []
+                for item in batch where !isShuttingDown { await process(item) }
+            }
+        }
+    }
+
+    /// Drops every `lost` directly followed by its `restored` (nothing was decided in between).
+    /// When the path came back different, the pair becomes one `changed` trigger instead.
+    func coalesce(_ items: [QueuedTrigger]) -> [QueuedTrigger] {
+        var out: [QueuedTrigger] = []
+        for item in items {
+            guard case .network(.restored) = item.trigger, let last = out.last,
+                case .network(.lost) = last.trigger, let lost = last.transition, let restored = item.transition
+            else {
+                out.append(item)
+                continue
+            }
+            out.removeLast()
+            broadcast.yield(.flapCoalesced(lost: lost, restored: restored))
+            let before = lost.previous ?? restored.path
+            if before.primaryInterface != restored.path.primaryInterface {
+                out.append(QueuedTrigger(trigger: .network(.changed(.interfaceSwitched)), transition: restored))
+            } else if before.addresses != restored.path.addresses {
+                out.append(QueuedTrigger(trigger: .network(.changed(.address)), transition: restored))
+            }
+        }
+        return out
+    }
+
+    private func process(_ item: QueuedTrigger) async {
+        let now = clock.now
+        if case .network(.lost) = item.trigger { epoch = epoch.next }
+        let actions = decide(item.trigger, at: now)
+        broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions))
+        logger.debug(
+            "decided",
+            metadata: ["trigger": "\(item.trigger.name)", "epoch": "\(epoch)", "actions": "\(actions.count)"])
+        if let transition = item.transition {
+            let snapshot = await source.snapshot()
+            guard !isShuttingDown else { return }
+            await executor.networkChanged(transition.path, network: snapshot, epoch: epoch, then: actions)
+        } else {
+            await executor.submit(actions, epoch: epoch)
+        }
+    }
+
+    func decide(_ trigger: Trigger, at now: ContinuousClock.Instant) -> [PlannedAction] {
+        let list = services.values.sorted { $0.id < $1.id }
+        if let customDecide { return customDecide(trigger, list, now) }
+        return rules.decide(trigger, services: list, at: now)
+    }
+
+    /// Decides `.shutdown` and gives its actions `shutdownTimeout` on the manager's clock.
+    private func tearDown() async {
+        isShuttingDown = true
+        queue = []
+        let start = clock.now
+        let actions = decide(.shutdown, at: start)
+        broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions))
+        await executor.submit(actions, epoch: epoch)
+        let deadline = start + configuration.shutdownTimeout
+        let executor = self.executor
+        let clock = self.clock
+        let finished = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await executor.waitUntilIdle()
+                return !Task.isCancelled
+            }
+            group.addTask {
+                try? await clock.sleep(until: deadline, tolerance: nil)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        if finished {
+            logger.info("teardown finished", metadata: ["actions": "\(actions.count)"])
+        } else {
+            logger.warning("teardown deadline passed; cancelling", metadata: ["actions": "\(actions.count)"])
+        }
+    }
+}

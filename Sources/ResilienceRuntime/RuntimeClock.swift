@@ -1,0 +1,13 @@
+/// The time source of the runtime: a `Clock` whose instants are `ContinuousClock` instants.
+///
+/// Production code uses `ContinuousClock` (CLOCK_MONOTONIC on Linux); tests use
+/// `ResilienceTesting.ManualClock`, which only moves when told to. Pinning the instant type keeps
+/// deadlines, ``PlannedAction`` triggers and ``PluginContext`` deadlines comparable across both,
+/// and lets the runtime hold the clock as a plain existential instead of being generic over it.
+///
+/// Invariant: `sleep(until:tolerance:)` returns at once when the deadline has passed, and throws
+/// `CancellationError` when its task is cancelled.
+public protocol RuntimeClock: Clock, Sendable
+where Instant == ContinuousClock.Instant, Duration == Swift.Duration {}
+
+extension ContinuousClock: RuntimeClock {}

@@ -1,0 +1,177 @@
+import ResilienceCore
+import ResilienceRuntime
+import ResilienceTesting
+import Testing
+
+@Suite(.timeLimit(.minutes(1)))
+struct ActionExecutorTests {
+    let clock = ManualClock()
+    let plugin = RecordingPlugin()
+
+    func makeExecutor(path: NetworkPath = upPath) -> (ActionExecutor, Recorder<ActionEvent>) {
+        let executor = ActionExecutor(
+            plugins: [plugin], clock: clock, configuration: .init(randomSeed: 42), path: path, logger: quiet)
+        return (executor, Recorder.recording(executor.events()))
+    }
+
+    @Test func newerDecisionReplacesThePendingOneWhichNeverReachesThePlugin() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.gate, .succeed], for: "reg")
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        await plugin.waitForStarts(count: 1)
+        await executor.submit([planned(.refreshRegistration, "reg")], epoch: .initial)
+        await executor.submit([planned(.unregisterOldContact, "reg")], epoch: .initial)
+        plugin.release("reg")
+        await executor.waitUntilIdle()
+        let outcomes = events.items.map { "\($0.action.kind) \($0.outcome.label)" }
+        #expect(
+            outcomes == [
+                "register started", "refresh-registration superseded", "register succeeded",
+                "unregister-old-contact started", "unregister-old-contact succeeded",
+            ])
+        #expect(!plugin.starts.contains { $0.action.kind == .refreshRegistration })
+    }
+
+    @Test func aNewLossCancelsRunningActionsOfOlderEpochsAndNeverReportsThemSucceeded() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.hang], for: "a")
+        plugin.program([.hangIgnoringCancellation], for: "b")
+        await executor.submit([planned(.register, "a"), planned(.subscribe, "b")], epoch: .initial)
+        await plugin.waitForStarts(count: 2)
+        await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
+        await events.wait(count: 2) { $0.outcome == .cancelled }
+        plugin.release("b")  // the plugin "succeeds" late; the executor must not say so
+        plugin.program([.succeed], for: "b")
+        await executor.submit([planned(.subscribe, "b")], epoch: NetworkEpoch(rawValue: 1))
+        await events.wait { $0.contains { $0.isSucceeded && $0.epoch.rawValue == 1 } }
+        await executor.waitUntilIdle()
+        #expect(plugin.completions.contains(.cancelled(planned(.register, "a"))))
+        #expect(!events.items.contains { $0.isSucceeded && $0.epoch == .initial })
+        #expect(events.items.filter { $0.outcome == .cancelled }.map(\.action.service).sorted() == ["a", "b"])
+    }
+
+    @Test func registrationGoesBeforeItsAccountsServicesUnderConcurrency() async {
+        let (executor, events) = makeExecutor()
+        var batch: [PlannedAction] = []
+        for account in 0..<20 {
+            let reg = ServiceID("acct\(account).reg")
+            plugin.program([.gate], for: reg)
+            batch.append(planned(.register, reg))
+            for dependent in ["sub", "call", "pub"] {
+                batch.append(planned(.subscribe, ServiceID("acct\(account).\(dependent)"), after: [reg]))
+            }
+        }
+        await executor.submit(batch.shuffled(), epoch: .initial)
+        await plugin.waitForStarts(count: 20)
+        #expect(plugin.starts.allSatisfy { $0.action.kind == .register })
+        for account in (0..<20).shuffled() { plugin.release(ServiceID("acct\(account).reg")) }
+        await executor.waitUntilIdle()
+        let items = events.items
+        for action in batch where !action.after.isEmpty {
+            let start = items.firstIndex { $0.action == action && $0.isStarted }
+            let prerequisiteDone = items.firstIndex { $0.action.service == action.after.first && $0.isSucceeded }
+            #expect(start != nil && prerequisiteDone != nil && start! > prerequisiteDone!)
+        }
+    }
+
+    /// A batch where the registration both goes first and last (bring-up, subscriptions, then
+    /// unregister after them) must not deadlock.
+    @Test func aServiceFirstAndLastInOneBatchDoesNotDeadlockItsDependents() async {
+        let (executor, events) = makeExecutor()
+        await executor.submit(
+            [
+                planned(.register, "reg"), planned(.subscribe, "sub", after: ["reg"]),
+                planned(.unregister, "reg", after: ["sub"]),
+            ], epoch: .initial)
+        await executor.waitUntilIdle()
+        let order = events.items.filter(\.isSucceeded).map { "\($0.action.kind)" }
+        #expect(order == ["register", "subscribe", "unregister"])
+    }
+
+    @Test func backoffDelaysStayInsideTheJitterBoundsOfTheFormula() async {
+        let (executor, events) = makeExecutor()
+        let policy = ActionExecutor.Configuration().backoff
+        plugin.program([.fail(PluginError("503"))], for: "reg")
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        var delays: [Duration] = []
+        for failure in 1...14 {
+            let retry = await events.wait(count: failure) { $0.isRetrying }.last!
+            let delay = retry.retryAt! - retry.at
+            let bounds = policy.delayBounds(afterFailures: failure)
+            #expect(delay >= bounds.lowerBound - .microseconds(1) && delay <= bounds.upperBound + .microseconds(1))
+            delays.append(delay)
+            clock.advance(to: retry.retryAt!)
+        }
+        #expect(delays.last! >= .seconds(96) && delays.last! <= .seconds(144))  // capped at 120 s ± 20 %
+        #expect(Set(delays).count == delays.count)  // jittered, not constant
+        await executor.cancelAll()
+    }
+
+    @Test func retryAfterWinsOverBackoff() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.fail(PluginError("503", retryAfter: .seconds(7))), .succeed], for: "reg")
+        let start = clock.now
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        let retry = await events.wait { $0.isRetrying }.first!
+        #expect(retry.retryAt == start + .seconds(7))
+        clock.advance(by: .seconds(6))
+        #expect(plugin.starts.count == 1)
+        clock.advance(by: .seconds(1))
+        await events.wait { $0.isSucceeded }
+        #expect(plugin.starts.map(\.attempt) == [1, 2])
+    }
+
+    @Test func nothingIsRetriedWhileUnsatisfiedAndEverythingHeldStartsAtOnceOnRestore() async {
+        let (executor, events) = makeExecutor(path: lostPath)
+        let ids = (0..<10).map { ServiceID("svc\($0)") }
+        for id in ids { plugin.program([.fail(PluginError("no route")), .succeed], for: id) }
+        await executor.submit(ids.map { planned(.closeStaleTransports, $0) }, epoch: .initial)
+        let held = await events.wait(count: 10) { $0.isRetrying }
+        #expect(held.allSatisfy { $0.retryAt == nil })
+        clock.advance(by: .seconds(3600))
+        #expect(plugin.starts.count == 10)
+        #expect(clock.sleeperCount == 0)  // no retry timer, no action timer: zero wake-ups
+        let restoredAt = clock.now
+        await executor.networkChanged(upPath, network: .empty, epoch: .initial)
+        let succeeded = await events.wait(count: 10) { $0.isSucceeded }
+        #expect(succeeded.allSatisfy { $0.at == restoredAt && $0.attempt == 2 })
+    }
+
+    @Test func aLossStopsAScheduledRetryAndTheRestoreStartsItWithBackoffReset() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.fail(PluginError("503")), .fail(PluginError("503")), .succeed], for: "reg")
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        let first = await events.wait { $0.isRetrying }.first!
+        await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
+        clock.advance(to: first.retryAt! + .seconds(60))
+        #expect(plugin.starts.count == 1)
+        await executor.networkChanged(upPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
+        let second = await events.wait(count: 2) { $0.isRetrying }.last!
+        let bounds = ActionExecutor.Configuration().backoff.delayBounds(afterFailures: 1)
+        #expect(bounds.contains(second.retryAt! - second.at))
+        clock.advance(to: second.retryAt!)
+        await events.wait { $0.isSucceeded }
+    }
+
+    @Test func anActionPastItsDeadlineTimesOutAndIsRetried() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.hang, .succeed], for: "reg")
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        await plugin.waitForStarts(count: 1)
+        #expect(plugin.starts[0].deadline == clock.now + .seconds(30))
+        clock.advance(by: .seconds(30))
+        let retry = await events.wait { $0.isRetrying }.first!
+        #expect(events.items.contains { $0.outcome == .timedOut })
+        clock.advance(to: retry.retryAt!)
+        await events.wait { $0.isSucceeded }
+    }
+
+    @Test func anActionNoPluginPerformsFailsPermanently() async {
+        let executor = ActionExecutor(plugins: [RecordingPlugin(actions: [.register])], clock: clock, logger: quiet)
+        let events = Recorder.recording(executor.events())
+        await executor.submit([planned(.openHTTP, "http")], epoch: .initial)
+        let failed = await events.wait(count: 1) { if case .failed = $0.outcome { true } else { false } }
+        #expect(failed.count == 1)
+        #expect(await executor.status().isEmpty)
+    }
+}

@@ -1,0 +1,52 @@
+import ResilienceCore
+import ResilienceRuntime
+import ResilienceTesting
+import ServiceLifecycle
+import Testing
+
+/// The manager with the real rules engine and the default policy, end to end on a manual clock.
+@Suite(.timeLimit(.minutes(1)))
+struct DefaultPolicyIntegrationTests {
+    @Test func theDefaultPolicyReRegistersBeforeResubscribingAndTearsDownOnShutdown() async throws {
+        let clock = ManualClock()
+        let source = ScriptedNetworkSource(clock: clock)
+        let sip = RecordingPlugin(id: "sip")
+        let manager = ResilienceManager(
+            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 3), logger: quiet)
+        let expires = clock.now + .seconds(3600)
+        await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a", expires: expires))
+        await manager.register(
+            ClientService(id: "a.dialog", kind: .subscription(.dialog), account: "a", expires: expires))
+        await manager.register(
+            ClientService(id: "a.buddies", kind: .subscription(.presenceOthers), account: "a", expires: expires))
+        let events = Recorder.recording(manager.events())
+        let group = ServiceGroup(services: [manager], logger: quiet)
+        let run = Task { try await group.run() }
+        await events.wait { $0.contains { if case .transition = $0 { true } else { false } } }
+
+        await source.lose(.noCarrier)
+        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        await source.restore()
+        let restore = await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
+            .compactMap(\.decision).last!
+        #expect(restore.epoch == NetworkEpoch(rawValue: 1))
+        #expect(restore.actions.contains { $0.service == "a.reg" })
+        let count = restore.actions.count
+        let done = await events.wait { items in
+            items.compactMap(\.action).filter { $0.epoch.rawValue == 1 && $0.isSucceeded }.count == count
+        }.compactMap(\.action)
+        let registered = done.firstIndex { $0.action.service == "a.reg" && $0.isSucceeded }!
+        let firstSubscription = done.firstIndex { $0.action.service != "a.reg" && $0.isStarted }
+        #expect(firstSubscription.map { $0 > registered } ?? true)
+
+        await group.triggerGracefulShutdown()
+        try await run.value
+        let teardown = events.items.compactMap(\.decision).last!
+        #expect(teardown.trigger == .shutdown)
+        let teardownStarts = sip.starts.filter { $0.action.trigger == .shutdown }.map(\.action)
+        #expect(teardownStarts.count == teardown.actions.count)
+        if let unregister = teardownStarts.firstIndex(where: { $0.kind == .unregister }) {
+            #expect(unregister == teardownStarts.count - 1)
+        }
+    }
+}
