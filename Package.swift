@@ -110,7 +110,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ResilienceRuntimeTests",
-            dependencies: ["ResilienceCore", "ResilienceRules", "ResilienceRuntime", "ResilienceTesting", log],
+            dependencies: [
+                "ResilienceCore", "ResilienceRules", "ResilienceRuntime", "ResilienceTesting", log, lifecycle, metrics,
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

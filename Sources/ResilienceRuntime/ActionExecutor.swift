@@ -1,4 +1,5 @@
 public import Logging
+public import Metrics
 public import ResilienceCore
 public import ResilienceRules
 
@@ -32,13 +33,17 @@ public actor ActionExecutor {
         public var actionTimeout: Duration
         /// Seed for the jitter; nil draws from the system generator.
         public var randomSeed: UInt64?
+        /// Where metrics go; nil for the bootstrapped `MetricsSystem` (tests pass `TestMetrics`).
+        public var metricsFactory: (any MetricsFactory)?
 
         public init(
-            backoff: BackoffPolicy = BackoffPolicy(), actionTimeout: Duration = .seconds(30), randomSeed: UInt64? = nil
+            backoff: BackoffPolicy = BackoffPolicy(), actionTimeout: Duration = .seconds(30), randomSeed: UInt64? = nil,
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.backoff = backoff
             self.actionTimeout = actionTimeout
             self.randomSeed = randomSeed
+            self.metricsFactory = metricsFactory
         }
     }
 
@@ -88,7 +93,7 @@ public actor ActionExecutor {
     let logger: Logger
     let onEvent: (@Sendable (ActionEvent) -> Void)?
     let broadcast = Broadcast<ActionEvent>()
-    let metrics = ExecutorMetrics()
+    let metrics: ExecutorMetrics
     var random: SplitMix64
     var slots: [ServiceID: Slot] = [:]
     /// Prerequisite service → services whose next action waits for it to become idle.
@@ -122,6 +127,7 @@ public actor ActionExecutor {
         self.configuration = configuration
         self.logger = logger
         self.onEvent = onEvent
+        self.metrics = ExecutorMetrics(factory: configuration.metricsFactory)
         self.path = path
         self.network = network
         self.pathSatisfied = path.isSatisfied

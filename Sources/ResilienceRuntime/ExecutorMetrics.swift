@@ -14,13 +14,20 @@ final class ExecutorMetrics: Sendable {
         var duration: [ActionKind: Metrics.Timer] = [:]
     }
     private let instruments = Mutex(Instruments())
+    private let factory: any MetricsFactory
+
+    /// - Parameter factory: where instruments come from; nil for the bootstrapped `MetricsSystem`.
+    init(factory: (any MetricsFactory)?) {
+        self.factory = factory ?? MetricsSystem.factory
+    }
 
     func count(kind: ActionKind, outcome: ActionOutcome) {
         let key = "\(kind.rawValue)|\(outcome.label)"
         let counter = instruments.withLock { state in
             if let counter = state.counters[key] { return counter }
             let counter = Counter(
-                label: "netres.actions", dimensions: [("kind", kind.rawValue), ("outcome", outcome.label)])
+                label: "netres.actions", dimensions: [("kind", kind.rawValue), ("outcome", outcome.label)],
+                factory: factory)
             state.counters[key] = counter
             return counter
         }
@@ -40,7 +47,7 @@ final class ExecutorMetrics: Sendable {
     ) -> Metrics.Timer {
         instruments.withLock { state in
             if let timer = state[keyPath: path][kind] { return timer }
-            let timer = Metrics.Timer(label: label, dimensions: [("kind", kind.rawValue)])
+            let timer = Metrics.Timer(label: label, dimensions: [("kind", kind.rawValue)], factory: factory)
             state[keyPath: path][kind] = timer
             return timer
         }

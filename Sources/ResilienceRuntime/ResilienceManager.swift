@@ -1,4 +1,5 @@
 public import Logging
+public import Metrics
 public import ResilienceCore
 public import ResilienceRules
 public import ServiceLifecycle
@@ -33,15 +34,19 @@ public actor ResilienceManager: Service {
         public var keepAliveCoalescingWindow: Duration
         /// Seed for backoff jitter (reproducible tests); nil for the system generator.
         public var randomSeed: UInt64?
+        /// Where metrics go; nil for the bootstrapped `MetricsSystem`.
+        public var metricsFactory: (any MetricsFactory)?
 
         public init(
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
-            keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil
+            keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
+            metricsFactory: (any MetricsFactory)? = nil
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
             self.keepAliveCoalescingWindow = keepAliveCoalescingWindow
             self.randomSeed = randomSeed
+            self.metricsFactory = metricsFactory
         }
     }
 
@@ -103,7 +108,7 @@ public actor ResilienceManager: Service {
             plugins: plugins, clock: clock,
             configuration: ActionExecutor.Configuration(
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
-                randomSeed: configuration.randomSeed),
+                randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
             logger: logger, onEvent: { broadcast.yield(.action($0)) })
         let keepAliveDue = AsyncStream<[ServiceID]>.makeStream()
         self.keepAliveDue = keepAliveDue
