@@ -141,9 +141,15 @@ final class KamailioHarness: Sendable {
     func userLocationDump() throws -> String { try kamcmd("ul.dump") }
 
     /// How many requests of `method` from `user` the registrar's script saw.
+    /// How many client transactions of `method` from `user` reached the registrar: requests are
+    /// counted by CSeq, so a UDP retransmission (same CSeq) on a loaded machine is not a new one.
     func requestCount(method: String, user: String) -> Int {
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        return log.components(separatedBy: "NRTEST \(method) user=\(user) ").count - 1
+        let prefix = "NRTEST \(method) user=\(user) "
+        let sequences = log.split(separator: "\n").filter { $0.contains(prefix) }.map { line in
+            line.split(separator: " ").first { $0.hasPrefix("cseq=") }.map(String.init) ?? String(line)
+        }
+        return Set(sequences).count
     }
 }
 
