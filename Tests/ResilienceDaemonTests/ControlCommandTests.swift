@@ -48,7 +48,14 @@ struct ControlCommandTests {
             group.addTask { try await server.run() }
             var reply = ""
             for _ in 0..<100 {  // bounded: the socket appears within a second
-                if let answer = try? ControlClient.send("status", socket: path, timeoutSeconds: 5) {
+                // The client blocks: keep it off the cooperative pool the other suites share.
+                let attempt = await withCheckedContinuation { continuation in
+                    Thread.detachNewThread {
+                        continuation.resume(
+                            returning: try? ControlClient.send("status", socket: path, timeoutSeconds: 5))
+                    }
+                }
+                if let answer = attempt {
                     reply = answer
                     break
                 }

@@ -20,6 +20,22 @@ struct DaemonKamailioTests {
         func append(_ line: String) { all.append(line) }
     }
 
+    /// Runs blocking work (spawning Kamailio, kamcmd, the blocking control client) on its own
+    /// thread, so it never starves the two-thread cooperative pool the other suites share.
+    func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    func contacts(_ kamailio: KamailioHarness) async throws -> [String] {
+        try await offPool { try kamailio.boundContacts() }
+    }
+
+    func send(_ line: String, _ socket: String) async throws -> String {
+        try await offPool { try ControlClient.send(line, socket: socket) }
+    }
+
     /// Polls `condition` every 50 ms for at most `seconds`.
     func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
@@ -31,8 +47,17 @@ struct DaemonKamailioTests {
     }
 
     @Test func runRegistersAnswersControlCommandsAndUnregistersOnShutdown() async throws {
-        let kamailio = try KamailioHarness()
-        defer { kamailio.stop() }
+        let kamailio = try await offPool { try KamailioHarness() }
+        do {
+            try await exercise(kamailio)
+        } catch {
+            _ = try? await offPool { kamailio.stop() }
+            throw error
+        }
+        _ = try await offPool { kamailio.stop() }
+    }
+
+    func exercise(_ kamailio: KamailioHarness) async throws {
         let user = uniqueUser("daemon")
         let password = "secret-\(user)"
         let directory = URL(fileURLWithPath: "/tmp/netres-run-\(UInt32.random(in: 0...UInt32.max))")
@@ -66,35 +91,35 @@ struct DaemonKamailioTests {
         let group = daemon.makeGroup(signals: [])
         let running = Task { try await group.run() }
 
-        #expect(try await eventually { try kamailio.boundContacts().count == 1 })
+        #expect(try await eventually { try await contacts(kamailio).count == 1 })
         // The outcome reaches the status right after the 200 OK reaches the registrar's table.
         #expect(
             try await eventually {
-                try ControlClient.send("status", socket: socket)
+                try await send("status", socket)
                     .contains("service \(user).registration: refresh-registration -> succeeded")
             })
-        var status = try ControlClient.send("status", socket: socket)
+        var status = try await send("status", socket)
         #expect(status.contains("account \(user): registered sip:\(user)@127.0.0.1:"))
         #expect(status.contains("push service not available"))
 
-        #expect(try ControlClient.send("state background", socket: socket) == "ok state background\n")
-        status = try ControlClient.send(#"{"command":"status","json":true}"#, socket: socket)
+        #expect(try await send("state background", socket) == "ok state background\n")
+        status = try await send(#"{"command":"status","json":true}"#, socket)
         #expect(status.contains(#""app_state":"background""#))
 
-        #expect(try ControlClient.send("push-token \(user) tok-42", socket: socket) == "ok push-token \(user)\n")
+        #expect(try await send("push-token \(user) tok-42", socket) == "ok push-token \(user)\n")
         #expect(PushTokenStore.read(directory.appendingPathComponent("state/\(user).push").path) == "tok-42")
         #expect(
             try await eventually {
-                try kamailio.boundContacts().map { $0.contains("pn-prid=tok-42") } == [true]
+                try await contacts(kamailio).map { $0.contains("pn-prid=tok-42") } == [true]
             })
-        status = try ControlClient.send("status --json", socket: socket)
+        status = try await send("status --json", socket)
         #expect(status.contains(#""push_available":true"#))
-        #expect(try ControlClient.send("state asleep", socket: socket).hasPrefix("error: "))
+        #expect(try await send("state asleep", socket).hasPrefix("error: "))
 
         await group.triggerGracefulShutdown()
         try await running.value
         await daemon.stop()
-        #expect(try kamailio.boundContacts().isEmpty)
+        #expect(try await contacts(kamailio).isEmpty)
         #expect(!FileManager.default.fileExists(atPath: socket))
 
         let output = await lines.all
