@@ -10,6 +10,9 @@ extension ResilienceCommand {
             subcommands: [State.self, Status.self, PushToken.self]
         )
 
+        /// Lets `--socket` stand before the subcommand too (`netres ctl --socket PATH status`).
+        @OptionGroup var options: SocketOption
+
         struct SocketOption: ParsableArguments {
             @Option(help: ArgumentHelp("The daemon's control socket.", valueName: "path"))
             var socket: String = DaemonConfig.defaultControlSocket
