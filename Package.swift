@@ -84,10 +84,22 @@ let package = Package(
             path: "Plugins/SIPPlugin",
             swiftSettings: strictSettings
         ),
+        // `netres run`: config file, assembly, control socket, push-token store.
+        .target(
+            name: "ResilienceDaemon",
+            dependencies: [
+                "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
+                "SIPPlugin", .product(name: "Yams", package: "Yams"), log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strictSettings
+        ),
         .executableTarget(
             name: "ResilienceCLI",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
+                "ResilienceDaemon",
                 log, lifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -132,8 +144,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "ResilienceDaemonTests",
+            dependencies: ["ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "SIPPluginTests",
-            dependencies: ["SIPPlugin", "ResilienceCore", log],
+            // ResilienceDaemon: the `netres run` integration test reuses the Kamailio harness here.
+            dependencies: [
+                "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime", "ResilienceTesting", log,
+                lifecycle,
+            ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],
             swiftSettings: strictSettings

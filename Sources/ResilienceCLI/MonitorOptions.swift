@@ -21,15 +21,7 @@ struct MonitorOptions: ParsableArguments {
     var filter: InterfaceFilter { InterfaceFilter(interfaces) }
 
     /// Bootstraps logging to standard error and returns the command's logger.
-    func makeLogger() -> Logger {
-        let level = logLevel.level
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
-        return Logger(label: "netres")
-    }
+    func makeLogger() -> Logger { logLevel.bootstrap() }
 
     /// Starts a monitor or exits with status 2 and a message naming what failed.
     func startMonitor(logger: Logger) async throws -> NetlinkMonitor {
@@ -64,5 +56,17 @@ struct LogLevelArgument: ExpressibleByArgument, Sendable {
         self.level = level
     }
     var defaultValueDescription: String { level.rawValue }
+
+    /// Bootstraps logging to standard error at this level and returns the command's logger.
+    func bootstrap() -> Logger {
+        let level = level
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "netres")
+    }
+
     static var allValueStrings: [String] { Logger.Level.allCases.map(\.rawValue) }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceDaemon
 
 extension ResilienceCommand {
     /// Prints the current path once. Exit status 0 when satisfied, 1 when not.

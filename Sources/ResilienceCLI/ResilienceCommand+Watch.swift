@@ -2,6 +2,7 @@ import ArgumentParser
 import Logging
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceDaemon
 import ServiceLifecycle
 import UnixSignals
 

@@ -1,7 +1,7 @@
 internal import Foundation
 public import ResilienceCore
 public import ResilienceRules
-internal import Yams
+public import Yams
 
 /// A parsed policy file: the policy, plus the services `netres policy explain` should show.
 public struct PolicyDocument: Hashable, Sendable {
@@ -24,23 +24,7 @@ public enum PolicyFile {
     /// Reads and parses the file at `path`.
     /// - Throws: ``PolicyFileError`` (`unreadable` when the file cannot be read).
     public static func load(path: String) throws(PolicyFileError) -> PolicyDocument {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-            let handle = FileHandle(forReadingAtPath: path),
-            // nil (not an error) means end of file: an empty file reads as no bytes.
-            let data = try? handle.read(upToCount: maximumSize + 1) ?? Data()
-        else {
-            throw PolicyFileError(
-                .unreadable, file: path, line: 1, column: 1, message: "cannot read the file",
-                expected: "a readable YAML policy file")
-        }
-        try? handle.close()
-        guard data.count <= maximumSize else {
-            throw PolicyFileError(
-                .invalidValue, file: path, line: 1, column: 1, message: "the file is larger than 1 MiB",
-                expected: "a policy file of at most 1 MiB")
-        }
-        return try parse(Array(data), file: path)
+        try parse(try readText(path: path), file: path)
     }
 
     /// Policy files are small; anything larger (or endless, like /dev/zero) is refused unread.
@@ -49,23 +33,52 @@ public enum PolicyFile {
     /// Parses raw bytes, which must be UTF-8.
     /// - Parameter file: the name errors report.
     public static func parse(_ bytes: [UInt8], file: String) throws(PolicyFileError) -> PolicyDocument {
+        try parse(try decode(bytes, file: file), file: file)
+    }
+
+    /// The bytes as text, or a located `not-utf8` error.
+    static func decode(_ bytes: [UInt8], file: String) throws(PolicyFileError) -> String {
         if let (line, column) = firstInvalidUTF8(in: bytes) {
             throw PolicyFileError(
                 .notUTF8, file: file, line: line, column: column, message: "the file is not valid UTF-8",
                 expected: "UTF-8 text", hint: "convert it, e.g. iconv -t UTF-8")
         }
-        return try parse(String(decoding: bytes, as: UTF8.self), file: file)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Composes YAML text into a node tree (nil for an empty document), with located syntax errors.
+    public static func compose(_ text: String, file: String) throws(PolicyFileError) -> Node? {
+        do {
+            return try Yams.compose(yaml: text)
+        } catch {
+            throw syntaxError(error, text: text, file: file)
+        }
+    }
+
+    /// Reads a small UTF-8 file (at most 1 MiB), with the same errors as ``load(path:)``.
+    public static func readText(path: String) throws(PolicyFileError) -> String {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            let handle = FileHandle(forReadingAtPath: path),
+            // nil (not an error) means end of file: an empty file reads as no bytes.
+            let data = try? handle.read(upToCount: maximumSize + 1) ?? Data()
+        else {
+            throw PolicyFileError(
+                .unreadable, file: path, line: 1, column: 1, message: "cannot read the file",
+                expected: "a readable YAML file")
+        }
+        try? handle.close()
+        guard data.count <= maximumSize else {
+            throw PolicyFileError(
+                .invalidValue, file: path, line: 1, column: 1, message: "the file is larger than 1 MiB",
+                expected: "a file of at most 1 MiB")
+        }
+        return try decode(Array(data), file: path)
     }
 
     /// Parses YAML text.
     public static func parse(_ text: String, file: String) throws(PolicyFileError) -> PolicyDocument {
-        let node: Node?
-        do {
-            node = try Yams.compose(yaml: text)
-        } catch {
-            throw syntaxError(error, text: text, file: file)
-        }
-        guard let node else {
+        guard let node = try compose(text, file: file) else {
             throw PolicyFileError(
                 .empty, file: file, line: 1, column: 1, message: "the file has no YAML document",
                 expected: "a mapping with keys \(PolicyReader.topKeys.joined(separator: ", "))",

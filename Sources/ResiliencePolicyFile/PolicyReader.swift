@@ -1,27 +1,30 @@
 import ResilienceCore
 import ResilienceRules
-import Yams
+public import Yams
 
 /// Walks a composed YAML node tree, checking every key, type and name, and keeping marks.
 ///
 /// Invariant: each helper either returns a value or throws a located ``PolicyFileError``.
-struct PolicyReader {
-    var file: String
+/// Public so other YAML files of the package (the `netres run` config) report errors the same way.
+public struct PolicyReader {
+    public var file: String
+
+    public init(file: String) { self.file = file }
 
     /// A key of a mapping with its position and value.
-    struct Entry {
-        var key: String
-        var line: Int
-        var column: Int
-        var value: Node
+    public struct Entry {
+        public var key: String
+        public var line: Int
+        public var column: Int
+        public var value: Node
     }
 
-    func location(_ node: Node) -> (Int, Int) {
+    public func location(_ node: Node) -> (Int, Int) {
         guard let mark = node.mark else { return (1, 1) }
         return (mark.line, mark.column)
     }
 
-    func fail(
+    public func fail(
         _ code: PolicyFileError.Code, at node: Node, _ message: String, expected: String, hint: String? = nil
     ) -> PolicyFileError {
         let (line, column) = location(node)
@@ -29,7 +32,7 @@ struct PolicyReader {
             code, file: file, line: line, column: column, message: message, expected: expected, hint: hint)
     }
 
-    func describe(_ node: Node) -> String {
+    public func describe(_ node: Node) -> String {
         switch node {
         case .scalar(let s) where s.string.isEmpty && s.style == .plain: "nothing"
         case .scalar(let s): "\"\(s.string)\""
@@ -40,7 +43,7 @@ struct PolicyReader {
     }
 
     /// The entries of a mapping; rejects other node types, non-scalar keys, unknown and repeated keys.
-    func mapping(_ node: Node, keys allowed: [String], what: String) throws(PolicyFileError) -> [Entry] {
+    public func mapping(_ node: Node, keys allowed: [String], what: String) throws(PolicyFileError) -> [Entry] {
         guard case .mapping(let map) = node else {
             throw fail(
                 .wrongType, at: node, "\(what) must be a mapping, found \(describe(node))",
@@ -68,14 +71,15 @@ struct PolicyReader {
         return entries
     }
 
-    func require(_ key: String, in entries: [Entry], of node: Node, what: String) throws(PolicyFileError) -> Node {
+    public func require(_ key: String, in entries: [Entry], of node: Node, what: String) throws(PolicyFileError) -> Node
+    {
         guard let entry = entries.first(where: { $0.key == key }) else {
             throw fail(.missingKey, at: node, "\(what) has no \"\(key)\"", expected: "a \"\(key)\" key")
         }
         return entry.value
     }
 
-    func scalar(_ node: Node, expected: String) throws(PolicyFileError) -> String {
+    public func scalar(_ node: Node, expected: String) throws(PolicyFileError) -> String {
         guard case .scalar(let s) = node, !(s.string.isEmpty && s.style == .plain) else {
             throw fail(.wrongType, at: node, "found \(describe(node))", expected: expected)
         }
@@ -83,7 +87,7 @@ struct PolicyReader {
     }
 
     /// A scalar or a list of scalars, each mapped through `convert`.
-    func list<T>(
+    public func list<T>(
         _ node: Node, expected: String, _ convert: (Node) throws(PolicyFileError) -> T
     ) throws(PolicyFileError) -> [T] {
         switch node {
@@ -98,7 +102,7 @@ struct PolicyReader {
     }
 
     /// A name from a fixed vocabulary, with a nearest-name hint on a miss.
-    func name<T>(
+    public func name<T>(
         _ node: Node, kind: String, among names: [String], expected: String? = nil, _ make: (String) -> T?
     ) throws(PolicyFileError) -> T {
         let text = try scalar(node, expected: "a \(kind) name")
@@ -148,7 +152,7 @@ struct PolicyReader {
         }
     }
 
-    func number(_ node: Node, in range: ClosedRange<Double>, what: String) throws(PolicyFileError) -> Double {
+    public func number(_ node: Node, in range: ClosedRange<Double>, what: String) throws(PolicyFileError) -> Double {
         let text = try scalar(node, expected: "a number for \(what)")
         guard let value = Double(text), value.isFinite else {
             throw fail(.wrongType, at: node, "\(what) must be a number, found \"\(text)\"", expected: "a number")
@@ -162,7 +166,7 @@ struct PolicyReader {
     }
 
     /// `500ms`, `2s`, `1.5s`, `2m`, `1h`, or `0`.
-    func duration(_ node: Node, what: String) throws(PolicyFileError) -> Duration {
+    public func duration(_ node: Node, what: String) throws(PolicyFileError) -> Duration {
         let text = try scalar(node, expected: "a duration for \(what), like 2s, 500ms or 2m")
         guard let value = Self.parseDuration(text) else {
             throw fail(
@@ -173,7 +177,7 @@ struct PolicyReader {
     }
 
     /// Files must name the unit (`5` is a typo, not five seconds); only `0` may stand alone.
-    static func parseDuration(_ text: String) -> Duration? {
+    public static func parseDuration(_ text: String) -> Duration? {
         guard text == "0" || text.last?.isLetter == true else { return nil }
         return DurationText.parse(text)
     }

@@ -1,4 +1,4 @@
-import Glibc
+internal import Glibc
 import ResilienceCore
 
 /// Maps the library's `ContinuousClock` instants to wall-clock RFC 3339 timestamps and to
@@ -6,24 +6,24 @@ import ResilienceCore
 ///
 /// The mapping is taken once, at creation: timestamps stay consistent with each other even if
 /// the wall clock is stepped later (which is what a log of intervals needs).
-struct WallClock: Sendable {
+public struct WallClock: Sendable {
     private let referenceInstant: ContinuousClock.Instant
     private let referenceWallNanoseconds: Int64
     private let referenceMonotonicNanoseconds: Int64
 
-    init() {
+    public init() {
         referenceInstant = .now
         referenceWallNanoseconds = Self.read(CLOCK_REALTIME)
         referenceMonotonicNanoseconds = Self.read(CLOCK_MONOTONIC)
     }
 
     /// CLOCK_MONOTONIC nanoseconds at `instant`.
-    func monotonicNanoseconds(_ instant: ContinuousClock.Instant) -> Int64 {
+    public func monotonicNanoseconds(_ instant: ContinuousClock.Instant) -> Int64 {
         referenceMonotonicNanoseconds + offset(instant)
     }
 
     /// RFC 3339 UTC timestamp with microseconds, e.g. `2026-11-21T23:59:01.123456Z`.
-    func rfc3339(_ instant: ContinuousClock.Instant) -> String {
+    public func rfc3339(_ instant: ContinuousClock.Instant) -> String {
         let wall = referenceWallNanoseconds + offset(instant)
         var seconds = time_t(wall / 1_000_000_000)
         let micros = Int((wall % 1_000_000_000) / 1000)

@@ -1,8 +1,8 @@
-import ResilienceCore
+public import ResilienceCore
 
 extension WatchRecord {
     /// The record of a path transition; `seq` counts transitions from 1.
-    init(_ transition: PathTransition, seq: UInt64) {
+    public init(_ transition: PathTransition, seq: UInt64) {
         let path = transition.path
         let previous = transition.previous
         let primary = path.primaryInterface ?? previous?.primaryInterface
@@ -42,7 +42,7 @@ extension WatchRecord {
 
     /// The record of a raw event; `name(ifindex)` resolves interface names for address and route
     /// events, which carry only the index.
-    init(_ event: NetworkEvent, name: (Int32) -> String?) {
+    public init(_ event: NetworkEvent, name: (Int32) -> String?) {
         self.init(
             at: event.at, seq: event.seq, kind: .event, event: "", iface: event.ifindex.flatMap(name),
             ifindex: event.ifindex, from: nil, to: nil, reason: nil, addresses: [],
@@ -84,7 +84,7 @@ extension WatchRecord {
 }
 
 extension NetworkPath {
-    var statusWord: String { isSatisfied ? "satisfied" : "unsatisfied" }
+    public var statusWord: String { isSatisfied ? "satisfied" : "unsatisfied" }
 }
 
 extension InterfaceAddress {

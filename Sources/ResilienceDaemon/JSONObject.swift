@@ -1,5 +1,5 @@
 /// A JSON value small enough to render by hand, keeping key order stable.
-enum JSONValue: Equatable {
+public enum JSONValue: Equatable, Sendable {
     case string(String)
     case int(Int64)
     case double(Double)
@@ -8,7 +8,7 @@ enum JSONValue: Equatable {
     case object(JSONObject)
     case null
 
-    var rendered: String {
+    public var rendered: String {
         switch self {
         case .string(let s): Self.quote(s)
         case .int(let i): String(i)
@@ -21,7 +21,7 @@ enum JSONValue: Equatable {
     }
 
     /// RFC 8259 string escaping.
-    static func quote(_ s: String) -> String {
+    public static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -41,15 +41,15 @@ enum JSONValue: Equatable {
 }
 
 /// An ordered JSON object.
-struct JSONObject: Equatable {
-    var members: [(String, JSONValue)]
-    init(_ members: [(String, JSONValue)]) { self.members = members }
+public struct JSONObject: Equatable, Sendable {
+    public var members: [(String, JSONValue)]
+    public init(_ members: [(String, JSONValue)]) { self.members = members }
 
-    var rendered: String {
+    public var rendered: String {
         "{" + members.map { JSONValue.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
     }
 
-    static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.members.map(\.0) == rhs.members.map(\.0) && lhs.members.map(\.1) == rhs.members.map(\.1)
     }
 }

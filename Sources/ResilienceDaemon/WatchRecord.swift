@@ -5,27 +5,27 @@ import ResilienceCore
 /// JSON Lines always carry every key (null when it does not apply), so consumers can rely on
 /// the schema: ts, mono_ns, seq, kind, event, iface, ifindex, from, to, reason, addresses,
 /// synthesized, downtime_ms.
-struct WatchRecord: Equatable {
-    enum Kind: String {
+public struct WatchRecord: Equatable, Sendable {
+    public enum Kind: String, Sendable {
         case transition
         case event
     }
 
-    var at: ContinuousClock.Instant
-    var seq: UInt64
-    var kind: Kind
-    var event: String
-    var iface: String?
-    var ifindex: Int32?
-    var from: String?
-    var to: String?
-    var reason: String?
-    var addresses: [String]
-    var synthesized: Bool
-    var downtimeMilliseconds: Int64?
+    public var at: ContinuousClock.Instant
+    public var seq: UInt64
+    public var kind: Kind
+    public var event: String
+    public var iface: String?
+    public var ifindex: Int32?
+    public var from: String?
+    public var to: String?
+    public var reason: String?
+    public var addresses: [String]
+    public var synthesized: Bool
+    public var downtimeMilliseconds: Int64?
 
     /// The JSON Lines form.
-    func json(clock: WallClock) -> String {
+    public func json(clock: WallClock) -> String {
         JSONObject([
             ("ts", .string(clock.rfc3339(at))),
             ("mono_ns", .int(clock.monotonicNanoseconds(at))),
@@ -44,7 +44,7 @@ struct WatchRecord: Equatable {
     }
 
     /// The human form: timestamp, what happened, and the facts that explain it.
-    func human(clock: WallClock) -> String {
+    public func human(clock: WallClock) -> String {
         var words = [clock.rfc3339(at), kind == .event ? "  event #\(seq) \(event)" : event.padding(9)]
         if let iface { words.append(ifindex.map { "\(iface)#\($0)" } ?? iface) }
         if let from, let to {

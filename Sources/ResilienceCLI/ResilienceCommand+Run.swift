@@ -1,0 +1,54 @@
+import ArgumentParser
+import Logging
+import ResilienceDaemon
+import ServiceLifecycle
+
+extension ResilienceCommand {
+    /// Runs the resilience manager with the SIP plugin as a daemon until SIGTERM or SIGINT.
+    struct Run: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run the manager with the SIP accounts of a config file, as a daemon.",
+            discussion: """
+                Logs every transition, decision and action outcome on standard output, one line each \
+                (JSON Lines with log-format: json). Serves `netres ctl` on the config's control-socket. \
+                SIGTERM or SIGINT unsubscribes and unregisters within a deadline, then exits. Exit status \
+                1 for an invalid config, 2 when netlink or the control socket cannot be opened.
+                """
+        )
+
+        @Option(help: ArgumentHelp("The YAML config (see examples/netres.yaml).", valueName: "file"))
+        var config: String
+
+        @Option(help: "Diagnostics on standard error: trace, debug, info, notice, warning, error, critical.")
+        var logLevel: LogLevelArgument = LogLevelArgument(.notice)
+
+        func run() async throws {
+            let settings: DaemonConfig
+            let daemon: Daemon
+            let logger = logLevel.bootstrap()
+            let out = OutputWriter()
+            do {
+                settings = try DaemonConfigFile.load(path: config)
+                daemon = try Daemon(
+                    config: settings, output: { await out.write($0) }, logger: logger)
+            } catch {
+                printError("\(error)")
+                throw ExitCode(1)
+            }
+            do {
+                try await daemon.start()
+            } catch {
+                printError("netres: cannot watch the network through netlink: \(error)")
+                throw ExitCode(2)
+            }
+            do {
+                try await daemon.makeGroup().run()
+            } catch {
+                await daemon.stop()
+                printError("netres: \(error)")
+                throw ExitCode(2)
+            }
+            await daemon.stop()
+        }
+    }
+}

@@ -1,0 +1,50 @@
+internal import Glibc
+
+/// The `netres ctl` side of the control socket: blocking POSIX calls, bounded by a timeout.
+public enum ControlClient {
+    /// Sends one command line, half-closes, and returns everything the server replied.
+    /// - Throws: ``DaemonError`` when the socket cannot be reached or the reply does not come in time.
+    public static func send(_ line: String, socket path: String, timeoutSeconds: Int = 10) throws(DaemonError) -> String
+    {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw DaemonError("control socket path too long: \(path)")
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (i, b) in bytes.enumerated() { raw[i] = b }
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system("socket") }
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw .system("connect \(path)") }
+        var request = Array((line + "\n").utf8)[...]
+        while !request.isEmpty {
+            let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw .system("send \(path)") }
+            request = request.dropFirst(n)
+        }
+        shutdown(fd, Int32(SHUT_WR))
+        var reply: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { break }
+            guard n > 0 else {
+                if errno == EINTR { continue }
+                throw .system("no reply from \(path)")
+            }
+            reply += buffer[..<n]
+        }
+        return String(decoding: reply, as: UTF8.self)
+    }
+}

@@ -1,0 +1,82 @@
+import ResilienceCore
+import ResilienceRuntime
+import SIPPlugin
+
+/// The last outcome of every service, from the manager's action events.
+actor OutcomeBook {
+    private var last: [ServiceID: ActionEvent] = [:]
+
+    func record(_ event: ActionEvent) { last[event.action.service] = event }
+    func lastEvent(_ id: ServiceID) -> ActionEvent? { last[id] }
+}
+
+/// What `netres ctl status` shows: path, app state, epoch, each service with its last outcome and
+/// each account's registration and push availability.
+///
+/// Invariant: built from names, states and outcomes only; it holds no password and no push token.
+public struct StatusReport: Sendable {
+    public var json: String
+    public var human: String
+}
+
+extension Daemon {
+    public func statusReport() async -> StatusReport {
+        let status = await manager.status()
+        let path = status.path
+        var lines = [
+            "path: \(path.isSatisfied ? "satisfied" : "unsatisfied")"
+                + (path.primaryInterface.map { " via \($0.name)" } ?? "")
+                + (path.addresses.isEmpty ? "" : " [" + path.addresses.map(\.description).joined(separator: " ") + "]"),
+            "app-state: \(status.appState.rawValue)\(status.isInterrupted ? " (interrupted)" : "")",
+            "epoch: \(status.epoch.rawValue)",
+        ]
+        var services: [JSONValue] = []
+        for service in status.services {
+            let last = await book.lastEvent(service.id)
+            let busy = status.actions[service.id]?.running != nil
+            lines.append(
+                "service \(service.id): "
+                    + (last.map { "\($0.action.kind) -> \($0.outcome.label)" } ?? "no action yet")
+                    + (busy ? " (running)" : ""))
+            services.append(
+                .object(
+                    JSONObject([
+                        ("id", .string(service.id.rawValue)), ("kind", .string(service.kind.family)),
+                        ("account", service.account.map(JSONValue.string) ?? .null),
+                        ("last_action", last.map { .string($0.action.kind.rawValue) } ?? .null),
+                        ("last_outcome", last.map { .string($0.outcome.label) } ?? .null),
+                        ("running", .bool(busy)),
+                    ])))
+        }
+        var accounts: [JSONValue] = []
+        for account in plugin.accounts {
+            guard let agent = plugin.agent(for: account.name) else { continue }
+            let contact = await agent.registrationStatus.contact
+            let push = await agent.isPushAvailable
+            lines.append(
+                "account \(account.name): " + (contact.map { "registered \($0)" } ?? "not registered")
+                    + (push ? "; push available" : "; push service not available"))
+            accounts.append(
+                .object(
+                    JSONObject([
+                        ("name", .string(account.name)), ("registered", .bool(contact != nil)),
+                        ("contact", contact.map(JSONValue.string) ?? .null), ("push_available", .bool(push)),
+                    ])))
+        }
+        let json = JSONObject([
+            (
+                "path",
+                .object(
+                    JSONObject([
+                        ("status", .string(path.isSatisfied ? "satisfied" : "unsatisfied")),
+                        ("interface", path.primaryInterface.map { .string($0.name) } ?? .null),
+                        ("addresses", .array(path.addresses.map { .string($0.description) })),
+                    ]))
+            ),
+            ("app_state", .string(status.appState.rawValue)), ("interrupted", .bool(status.isInterrupted)),
+            ("epoch", .int(Int64(status.epoch.rawValue))), ("services", .array(services)),
+            ("accounts", .array(accounts)),
+        ])
+        return StatusReport(json: json.rendered, human: lines.joined(separator: "\n"))
+    }
+}

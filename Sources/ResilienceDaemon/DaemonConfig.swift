@@ -1,0 +1,71 @@
+public import ResilienceCore
+public import SIPPlugin
+
+/// What `netres run --config FILE` runs: logging, control socket, network filter, policy and the
+/// SIP accounts.
+///
+/// Invariants: every path is absolute (relative paths in the file are resolved against the
+/// config file's directory); passwords are already read from their files; `description` of the
+/// config and its accounts never shows a password.
+public struct DaemonConfig: Hashable, Sendable {
+    public enum LogFormat: String, Hashable, Sendable, CaseIterable {
+        case human
+        case json
+    }
+
+    public var logFormat: LogFormat
+    /// Unix socket path of the control socket (mode 0600, parent directory created 0700).
+    public var controlSocket: String
+    /// Interface names or globs; empty means every interface counts.
+    public var interfaces: [String]
+    /// Overrides the policy's hold-down when set.
+    public var holdDown: Duration?
+    public var appState: AppState
+    /// Policy file; nil means the built-in default policy.
+    public var policyPath: String?
+    public var accounts: [DaemonAccount]
+
+    public init(
+        logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
+        interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
+        policyPath: String? = nil, accounts: [DaemonAccount] = []
+    ) {
+        self.logFormat = logFormat
+        self.controlSocket = controlSocket
+        self.interfaces = interfaces
+        self.holdDown = holdDown
+        self.appState = appState
+        self.policyPath = policyPath
+        self.accounts = accounts
+    }
+
+    public static let defaultControlSocket = "/run/netres/control.sock"
+}
+
+/// One account of the config: the SIP account plus where its push token lives.
+///
+/// Invariant: `account.push` is nil here; the token is read from `push.tokenFile` at start-up.
+public struct DaemonAccount: Hashable, Sendable, CustomStringConvertible {
+    public var account: SIPAccount
+    public var push: PushConfig?
+
+    public init(account: SIPAccount, push: PushConfig? = nil) {
+        self.account = account
+        self.push = push
+    }
+
+    public var description: String { account.description }
+}
+
+/// RFC 8599 push settings of an account; the token (`pn-prid`) is persisted in `tokenFile`.
+public struct PushConfig: Hashable, Sendable {
+    public var provider: String
+    public var param: String?
+    public var tokenFile: String
+
+    public init(provider: String, param: String? = nil, tokenFile: String) {
+        self.provider = provider
+        self.param = param
+        self.tokenFile = tokenFile
+    }
+}

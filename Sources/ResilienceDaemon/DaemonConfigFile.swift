@@ -1,0 +1,199 @@
+internal import Foundation
+import ResilienceCore
+public import ResiliencePolicyFile
+import SIPPlugin
+import Yams
+
+/// Reads the YAML config of `netres run`, with the policy file's located errors and name hints.
+///
+/// Invariant: never traps on any input; every rejection is a ``PolicyFileError`` naming the file,
+/// line and column (of the offending key or value) and, for a near miss, the nearest valid name.
+/// Error messages never include a password.
+public enum DaemonConfigFile {
+    /// Reads and parses the config at `path`; relative paths inside resolve against its directory.
+    public static func load(path: String) throws(PolicyFileError) -> DaemonConfig {
+        let text = try PolicyFile.readText(path: path)
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        return try parse(text, file: path, directory: directory)
+    }
+
+    /// Parses config text; `directory` anchors relative paths (password, token and policy files).
+    public static func parse(_ text: String, file: String, directory: String) throws(PolicyFileError) -> DaemonConfig {
+        let reader = PolicyReader(file: file)
+        guard let root = try PolicyFile.compose(text, file: file) else {
+            throw PolicyFileError(
+                .empty, file: file, line: 1, column: 1, message: "the file has no YAML document",
+                expected: "a mapping with keys \(topKeys.joined(separator: ", "))",
+                hint: "start from examples/netres.yaml")
+        }
+        let entries = try reader.mapping(root, keys: topKeys, what: "the config")
+        var config = DaemonConfig()
+        let resolve = { (path: String) in path.hasPrefix("/") ? path : directory + "/" + path }
+        for entry in entries {
+            let value = entry.value
+            switch entry.key {
+            case "log-format":
+                config.logFormat = try reader.name(
+                    value, kind: "log format", among: DaemonConfig.LogFormat.allCases.map(\.rawValue)
+                ) { DaemonConfig.LogFormat(rawValue: $0) }
+            case "control-socket":
+                config.controlSocket = resolve(try reader.scalar(value, expected: "a socket path"))
+            case "interfaces":
+                config.interfaces = try reader.list(value, expected: "interface names or globs") {
+                    (node: Node) throws(PolicyFileError) -> String in
+                    try reader.scalar(node, expected: "an interface name or glob")
+                }
+            case "hold-down": config.holdDown = try reader.duration(value, what: "hold-down")
+            case "app-state":
+                config.appState = try reader.name(
+                    value, kind: "app state", among: AppState.allCases.map(\.rawValue)
+                ) { AppState(rawValue: $0) }
+            case "policy": config.policyPath = resolve(try reader.scalar(value, expected: "a policy file path"))
+            default:  // accounts
+                guard case .sequence(let items) = value else {
+                    throw reader.fail(
+                        .wrongType, at: value, "accounts must be a list, found \(reader.describe(value))",
+                        expected: "a list of accounts")
+                }
+                for item in items {
+                    let account = try AccountReader(reader: reader, resolve: resolve).account(item)
+                    if config.accounts.contains(where: { $0.account.name == account.account.name }) {
+                        throw reader.fail(
+                            .invalidValue, at: item, "account \"\(account.account.name)\" appears twice",
+                            expected: "unique account names")
+                    }
+                    config.accounts.append(account)
+                }
+            }
+        }
+        _ = try reader.require("accounts", in: entries, of: root, what: "the config")
+        return config
+    }
+
+    static let topKeys = [
+        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "accounts",
+    ]
+}
+
+/// Reads one entry of `accounts:`.
+struct AccountReader {
+    var reader: PolicyReader
+    var resolve: (String) -> String
+
+    static let keys = [
+        "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
+        "expires", "outbound", "push", "subscriptions", "publish-presence",
+    ]
+
+    func account(_ node: Node) throws(PolicyFileError) -> DaemonAccount {
+        let entries = try reader.mapping(node, keys: Self.keys, what: "an account")
+        func text(_ key: String) throws(PolicyFileError) -> String {
+            try reader.scalar(try reader.require(key, in: entries, of: node, what: "an account"), expected: key)
+        }
+        let name = try text("name")
+        var account = SIPAccount(
+            name: name, registrarHost: try text("registrar"), user: try text("user"), domain: try text("domain"),
+            password: "")
+        var push: PushConfig?
+        let passwords = entries.filter { $0.key == "password" || $0.key == "password-file" }
+        guard passwords.count == 1 else {
+            throw reader.fail(
+                .contradiction, at: passwords.last?.value ?? node,
+                "account \"\(name)\" needs exactly one of password and password-file, found \(passwords.count)",
+                expected: "either password: \"...\" or password-file: PATH")
+        }
+        for entry in entries {
+            let value = entry.value
+            switch entry.key {
+            case "port": account.registrarPort = try integer(value, in: 1...65535, what: "port")
+            case "transport":
+                account.transport = try reader.name(
+                    value, kind: "transport", among: SIPTransportKind.allCases.map(\.rawValue)
+                ) { SIPTransportKind(rawValue: $0) }
+            case "auth-user": account.authUser = try reader.scalar(value, expected: "a digest user name")
+            case "password": account.password = try reader.scalar(value, expected: "a password")
+            case "password-file": account.password = try passwordFile(value)
+            case "expires": account.expires = try integer(value, in: 1...86400, what: "expires")
+            case "outbound":
+                let fields = try reader.mapping(value, keys: ["instance-id", "reg-id"], what: "outbound")
+                for field in fields {
+                    if field.key == "instance-id" {
+                        account.instanceID = try reader.scalar(field.value, expected: "a URN like urn:uuid:...")
+                    } else {
+                        account.regID = try integer(field.value, in: 1...65535, what: "reg-id")
+                    }
+                }
+            case "push": push = try pushConfig(value)
+            case "subscriptions":
+                guard case .sequence(let items) = value else {
+                    throw reader.fail(
+                        .wrongType, at: value, "subscriptions must be a list, found \(reader.describe(value))",
+                        expected: "a list of { package: NAME, resource: URI }")
+                }
+                for item in items { account.subscriptions.append(try subscription(item)) }
+            case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
+            default: break  // name, registrar, user, domain: read above
+            }
+        }
+        return DaemonAccount(account: account, push: push)
+    }
+
+    func integer(_ node: Node, in range: ClosedRange<Int>, what: String) throws(PolicyFileError) -> Int {
+        let value = try reader.number(node, in: Double(range.lowerBound)...Double(range.upperBound), what: what)
+        guard value.rounded() == value else {
+            throw reader.fail(.wrongType, at: node, "\(what) must be a whole number", expected: "an integer")
+        }
+        return Int(value)
+    }
+
+    func bool(_ node: Node, what: String) throws(PolicyFileError) -> Bool {
+        switch try reader.scalar(node, expected: "true or false") {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        case let other:
+            throw reader.fail(
+                .wrongType, at: node, "\(what) must be true or false, found \"\(other)\"",
+                expected: "true or false")
+        }
+    }
+
+    /// The first line of the file; the error never quotes the file's content.
+    func passwordFile(_ node: Node) throws(PolicyFileError) -> String {
+        let path = resolve(try reader.scalar(node, expected: "a password file path"))
+        guard let data = FileManager.default.contents(atPath: path),
+            let line = String(data: data, encoding: .utf8)?.split(whereSeparator: \.isNewline).first,
+            !line.isEmpty
+        else {
+            throw reader.fail(
+                .unreadable, at: node, "cannot read a password from \(path)",
+                expected: "a readable file whose first line is the password")
+        }
+        return String(line)
+    }
+
+    func pushConfig(_ node: Node) throws(PolicyFileError) -> PushConfig {
+        let entries = try reader.mapping(node, keys: ["provider", "param", "token-file"], what: "push")
+        let provider = try reader.scalar(
+            try reader.require("provider", in: entries, of: node, what: "push"), expected: "apns or fcm")
+        let file = try reader.scalar(
+            try reader.require("token-file", in: entries, of: node, what: "push"), expected: "a token file path")
+        let param = try entries.first { $0.key == "param" }.map { (entry) throws(PolicyFileError) -> String in
+            try reader.scalar(entry.value, expected: "a pn-param value")
+        }
+        return PushConfig(provider: provider, param: param, tokenFile: resolve(file))
+    }
+
+    func subscription(_ node: Node) throws(PolicyFileError) -> SubscriptionTarget {
+        let entries = try reader.mapping(node, keys: ["package", "resource", "expires"], what: "a subscription")
+        let package = try reader.name(
+            try reader.require("package", in: entries, of: node, what: "a subscription"), kind: "event package",
+            among: EventPackage.allCases.map(\.rawValue)
+        ) { EventPackage(rawValue: $0) }
+        var target = SubscriptionTarget(package: package)
+        for entry in entries {
+            if entry.key == "resource" { target.resource = try reader.scalar(entry.value, expected: "a SIP URI") }
+            if entry.key == "expires" { target.expires = try integer(entry.value, in: 1...86400, what: "expires") }
+        }
+        return target
+    }
+}

@@ -1,0 +1,139 @@
+import Foundation
+import ResilienceCore
+import ResilienceDaemon
+import ResiliencePolicyFile
+import SIPPlugin
+import Testing
+
+struct DaemonConfigFileTests {
+    static let good = """
+        log-format: json
+        control-socket: run/control.sock
+        interfaces: [eth0, "wlan*"]
+        hold-down: 1500ms
+        app-state: background
+        accounts:
+          - name: alice
+            registrar: 198.18.0.1
+            port: 5070
+            transport: tcp
+            user: alice
+            domain: example.test
+            password: "s3cret-alice"
+            expires: 300
+            outbound: { instance-id: "urn:uuid:00000000-0000-0000-0000-000000000001", reg-id: 1 }
+            push: { provider: apns, param: "TEAMID.com.example.voip", token-file: alice.push }
+            subscriptions:
+              - { package: reg }
+              - { package: presence-others, resource: "sip:bob@example.test" }
+            publish-presence: true
+        """
+
+    @Test func aGoodFileBecomesTheModelWithPathsResolvedAgainstItsDirectory() throws {
+        let config = try DaemonConfigFile.parse(Self.good, file: "netres.yaml", directory: "/etc/netres")
+        #expect(config.logFormat == .json)
+        #expect(config.controlSocket == "/etc/netres/run/control.sock")
+        #expect(config.interfaces == ["eth0", "wlan*"])
+        #expect(config.holdDown == .milliseconds(1500))
+        #expect(config.appState == .background)
+        #expect(config.policyPath == nil)
+        let entry = try #require(config.accounts.first)
+        let account = entry.account
+        #expect(account.registrarHost == "198.18.0.1" && account.registrarPort == 5070 && account.transport == .tcp)
+        #expect(account.password == "s3cret-alice" && account.expires == 300 && account.regID == 1)
+        #expect(account.instanceID == "urn:uuid:00000000-0000-0000-0000-000000000001")
+        #expect(account.publishesPresence)
+        #expect(account.push == nil)
+        #expect(
+            entry.push
+                == PushConfig(provider: "apns", param: "TEAMID.com.example.voip", tokenFile: "/etc/netres/alice.push"))
+        #expect(
+            account.subscriptions == [
+                SubscriptionTarget(package: .reg),
+                SubscriptionTarget(package: .presenceOthers, resource: "sip:bob@example.test"),
+            ])
+        #expect(!"\(config)".contains("s3cret-alice"))
+    }
+
+    /// Each class of bad input → (code, line, column, fragment of the message or hint).
+    static let badInputs: [(String, String, PolicyFileError.Code, Int, Int, String)] = [
+        ("unknown key", "acounts: []\n", .unknownKey, 1, 1, "did you mean \"accounts\"?"),
+        ("wrong type", "accounts: 3\n", .wrongType, 1, 11, "accounts must be a list"),
+        (
+            "missing field", "accounts:\n  - name: a\n    registrar: 198.18.0.1\n    user: a\n    password: x\n",
+            .missingKey, 2, 5, "no \"domain\""
+        ),
+        ("both passwords", account("password: x\n    password-file: pw\n"), .contradiction, 7, 20, "exactly one"),
+        ("no password", account(""), .contradiction, 2, 5, "exactly one"),
+        ("unreadable password file", account("password-file: /nonexistent/pw\n"), .unreadable, 6, 20, "cannot read"),
+        ("bad duration", "hold-down: 5\naccounts: []\n", .wrongType, 1, 12, "must be a duration"),
+        ("unknown transport", account("password: x\n    transport: tls\n"), .unknownName, 7, 16, "transport"),
+        (
+            "unknown package", account("password: x\n    subscriptions: [{ package: presense-others }]\n"),
+            .unknownName, 7, 32, "did you mean \"presence-others\"?"
+        ),
+        (
+            "unknown account key", account("password: x\n    pasword-file: pw\n"), .unknownKey, 7, 5,
+            "did you mean \"password-file\"?"
+        ),
+        ("bad port", account("password: x\n    port: 70000\n"), .invalidValue, 7, 11, "out of range"),
+        ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
+        ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
+    ]
+
+    static func account(_ extra: String) -> String {
+        "accounts:\n  - name: a\n    registrar: 198.18.0.1\n    user: a\n    domain: example.test\n    " + extra
+    }
+
+    @Test(arguments: badInputs.indices)
+    func everyBadInputIsALocatedError(index: Int) {
+        let (what, text, code, line, column, fragment) = Self.badInputs[index]
+        do {
+            _ = try DaemonConfigFile.parse(text, file: "bad.yaml", directory: "/tmp")
+            Issue.record("\(what): accepted")
+        } catch {
+            #expect(error.code == code, "\(what): \(error)")
+            #expect(error.file == "bad.yaml")
+            // Line 0: only the code and message are checked (libyaml picks the syntax error's mark).
+            if line > 0 { #expect((error.line, error.column) == (line, column), "\(what): \(error)") }
+            #expect(error.description.contains(fragment), "\(what): \(error)")
+        }
+    }
+
+    @Test func errorsNeverQuoteAPasswordAndTheFileNamesIt() throws {
+        let text = Self.account("password: hunter2-secret\n    password-file: pw\n")
+        let error = try #require(throws: PolicyFileError.self) {
+            try DaemonConfigFile.parse(text, file: "bad.yaml", directory: "/tmp")
+        }
+        #expect(!error.description.contains("hunter2-secret"))
+        #expect(error.description.hasPrefix("bad.yaml:"))
+    }
+
+    @Test func aPasswordFileIsReadRelativeToTheConfig() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netres-cfg-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "from-file-secret\n".write(
+            to: directory.appendingPathComponent("a.password"), atomically: true, encoding: .utf8)
+        let config = try DaemonConfigFile.parse(
+            Self.account("password-file: a.password\n"), file: "c.yaml", directory: directory.path)
+        #expect(config.accounts.first?.account.password == "from-file-secret")
+    }
+
+    @Test func theExampleConfigParses() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("examples/netres.yaml")
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("netres-ex-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The example's password-file is relative: give it one beside a copy of the example.
+        let copy = directory.appendingPathComponent("netres.yaml")
+        try FileManager.default.copyItem(at: example, to: copy)
+        try "example-secret\n".write(
+            to: directory.appendingPathComponent("alice.password"), atomically: true, encoding: .utf8)
+        let config = try DaemonConfigFile.load(path: copy.path)
+        #expect(config.accounts.map(\.account.name) == ["alice"])
+        #expect(config.accounts.first?.account.password == "example-secret")
+        #expect(config.accounts.first?.push?.provider == "apns")
+    }
+}

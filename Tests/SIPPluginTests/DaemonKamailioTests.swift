@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import ResilienceCore
+import ResilienceDaemon
+import ResilienceTesting
+import ServiceLifecycle
+import Testing
+
+/// `netres run` in-process (config file → ``Daemon``) against a real Kamailio on loopback: the
+/// network source is scripted (a satisfied loopback path) so the test does not depend on the
+/// host's routes; SIP, the control socket and the registrar are real.
+@Suite(
+    .serialized,
+    .enabled(if: KamailioHarness.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
+    .timeLimit(.minutes(1))
+)
+struct DaemonKamailioTests {
+    actor Lines {
+        var all: [String] = []
+        func append(_ line: String) { all.append(line) }
+    }
+
+    /// Runs blocking work (spawning Kamailio, kamcmd, the blocking control client) on its own
+    /// thread, so it never starves the two-thread cooperative pool the other suites share.
+    func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    func contacts(_ kamailio: KamailioHarness) async throws -> [String] {
+        try await offPool { try kamailio.boundContacts() }
+    }
+
+    func send(_ line: String, _ socket: String) async throws -> String {
+        try await offPool { try ControlClient.send(line, socket: socket) }
+    }
+
+    /// Polls `condition` every 50 ms for at most `seconds`.
+    func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return try await condition()
+    }
+
+    @Test func runRegistersAnswersControlCommandsAndUnregistersOnShutdown() async throws {
+        let kamailio = try await offPool { try KamailioHarness() }
+        do {
+            try await exercise(kamailio)
+        } catch {
+            _ = try? await offPool { kamailio.stop() }
+            throw error
+        }
+        _ = try await offPool { kamailio.stop() }
+    }
+
+    func exercise(_ kamailio: KamailioHarness) async throws {
+        let user = uniqueUser("daemon")
+        let password = "secret-\(user)"
+        let directory = URL(fileURLWithPath: "/tmp/netres-run-\(UInt32.random(in: 0...UInt32.max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try "\(password)\n".write(to: directory.appendingPathComponent("pw"), atomically: true, encoding: .utf8)
+        let socket = directory.appendingPathComponent("run/ctl.sock").path
+        let configPath = directory.appendingPathComponent("netres.yaml").path
+        try """
+        log-format: json
+        control-socket: run/ctl.sock
+        accounts:
+          - name: \(user)
+            registrar: 127.0.0.1
+            port: \(kamailio.port)
+            user: \(user)
+            domain: 127.0.0.1
+            password-file: pw
+            expires: 300
+            push: { provider: apns, param: team.app.voip, token-file: state/\(user).push }
+        """.write(toFile: configPath, atomically: true, encoding: .utf8)
+
+        let config = try DaemonConfigFile.load(path: configPath)
+        let lines = Lines()
+        var logger = Logger(label: "daemon-test")
+        logger.logLevel = .warning
+        let daemon = try Daemon(
+            config: config, source: ScriptedNetworkSource(path: loopbackPath()), output: { await lines.append($0) },
+            logger: logger)
+        try await daemon.start()
+        let group = daemon.makeGroup(signals: [])
+        let running = Task { try await group.run() }
+
+        #expect(try await eventually { try await contacts(kamailio).count == 1 })
+        // The outcome reaches the status right after the 200 OK reaches the registrar's table.
+        #expect(
+            try await eventually {
+                try await send("status", socket)
+                    .contains("service \(user).registration: refresh-registration -> succeeded")
+            })
+        var status = try await send("status", socket)
+        #expect(status.contains("account \(user): registered sip:\(user)@127.0.0.1:"))
+        #expect(status.contains("push service not available"))
+
+        #expect(try await send("state background", socket) == "ok state background\n")
+        status = try await send(#"{"command":"status","json":true}"#, socket)
+        #expect(status.contains(#""app_state":"background""#))
+
+        #expect(try await send("push-token \(user) tok-42", socket) == "ok push-token \(user)\n")
+        #expect(PushTokenStore.read(directory.appendingPathComponent("state/\(user).push").path) == "tok-42")
+        #expect(
+            try await eventually {
+                try await contacts(kamailio).map { $0.contains("pn-prid=tok-42") } == [true]
+            })
+        status = try await send("status --json", socket)
+        #expect(status.contains(#""push_available":true"#))
+        #expect(try await send("state asleep", socket).hasPrefix("error: "))
+
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await daemon.stop()
+        #expect(try await contacts(kamailio).isEmpty)
+        #expect(!FileManager.default.fileExists(atPath: socket))
+
+        let output = await lines.all
+        #expect(output.contains { $0.contains(#""action":"unregister""#) && $0.contains(#""outcome":"succeeded""#) })
+        #expect(output.contains { $0.contains(#""kind":"decision""#) && $0.contains(#""event":"app.resumed""#) })
+        for text in output + [status] { #expect(!text.contains(password)) }
+    }
+}
