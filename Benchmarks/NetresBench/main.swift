@@ -1,6 +1,7 @@
 // netres-bench: NetResilience's benchmarks. Each prints Markdown for BENCHMARKS.md.
 //   netres-bench netlink [changes] [idle-seconds]   detection latency vs the netlink floor (root)
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
+//   netres-bench sip-recovery [floor-samples] [peer-flaps]   SIP recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and keep-alive figures (RuntimeBenchmarks.swift)
 import Foundation
 
@@ -12,6 +13,10 @@ do {
         let changes = arguments.count > 1 ? Int(arguments[1]) ?? 2000 : 2000
         let idle = arguments.count > 2 ? Int(arguments[2]) ?? 60 : 60
         try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
+    case "sip-recovery":
+        let floor = arguments.count > 1 ? Int(arguments[1]) ?? 100 : 100
+        let peerFlaps = arguments.count > 2 ? Int(arguments[2]) ?? 50 : 50
+        try SIPRecoveryBenchmark(floorSamples: floor, peerFlaps: peerFlaps).run()
     case "runtime":
         await runRuntimeBenchmarks()
     case "idle-baseline":
@@ -19,7 +24,7 @@ do {
         let never = AsyncStream<Int>(bufferingPolicy: .unbounded, { _ in })
         for await _ in never {}
     default:
-        print("usage: netres-bench netlink [changes] [idle-seconds] | runtime")
+        print("usage: netres-bench netlink [changes] [idle-seconds] | sip-recovery [floor] [peer-flaps] | runtime")
         exit(64)
     }
 } catch {
