@@ -38,9 +38,12 @@ extension ResilienceManager {
             broadcast.yield(.transition(transition))
             if let trigger = NetworkTrigger(transition) {
                 enqueue(.network(trigger), transition: transition)
-            } else if !transition.path.isSatisfied {
-                // `.initial` is no change, but the rules and the executor must start from it.
-                rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
+            } else {
+                // `.initial` is no change, but the rules and the executor must start from it: a
+                // satisfied initial path carries the local addresses plugins bind to.
+                if !transition.path.isSatisfied {
+                    rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
+                }
                 await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
             }
         }
