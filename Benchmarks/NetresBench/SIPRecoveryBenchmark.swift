@@ -1,8 +1,9 @@
 import Foundation
 
 /// SIP recovery time in a two-namespace lab (``SIPLab``): from the request that brings the client
-/// link back up to the registrar confirming the re-REGISTER, next to the registrar's own REGISTER
-/// round trip (the floor) and a peer client (baresip 1.0) doing the same flaps and an address change.
+/// link back up to the registrar confirming the re-REGISTER, for NetResilience (``runSIPBenchClient``)
+/// and a peer client (baresip 1.0) doing the same kind of flaps and one address change, next to the
+/// registrar's own REGISTER round trip (the floor) measured at the start of the same run.
 ///
 /// How each instant is taken (all on this host's CLOCK_REALTIME, so they compare directly):
 /// - start: read just before `ip link set nrc0 up` (or the address swap) is run;
@@ -12,6 +13,7 @@ import Foundation
 ///   REGISTER and its 200 OK: one request/response on the wire, no client logic.
 struct SIPRecoveryBenchmark {
     var floorSamples: Int
+    var flaps: Int
     var peerFlaps: Int
     var downSeconds: UInt32 = 3
     var peerBound: Double = 30
@@ -22,8 +24,14 @@ struct SIPRecoveryBenchmark {
         defer { lab.tearDown() }
         try lab.startKamailio()
         let floor = try measureFloor(lab)
-        let peer = try measurePeer(lab)
-        report(floor: floor, peer: peer)
+        try startClients(lab)
+        // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
+        // gets its own (usually shorter) series of the same flaps after NetResilience's.
+        let clients = [("netres", "NetResilience (SIPPlugin, hold-down 0)"), ("peer", "baresip 1.0.0 (Debian)")]
+        var results = try runFaults(lab, clients: [clients[0]], flaps: flaps)
+        results += try runFaults(lab, clients: [clients[1]], flaps: peerFlaps)
+        try changeAddress(lab, clients: clients, into: &results)
+        report(floor: floor, clients: results)
     }
 
     // MARK: floor
