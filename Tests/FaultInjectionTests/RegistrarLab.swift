@@ -67,8 +67,12 @@ final class RegistrarLab: @unchecked Sendable {
                 directory.path,
             ]
                 + ["-DD", "-E", "-m", "32", "-M", "4"], output: log)
+    }
+
+    /// Waits (≤ 10 s, without blocking a thread of the test pool) for Kamailio's control socket.
+    func waitForRegistrar() async throws {
         let socket = directory.appendingPathComponent("ctl.sock").path
-        guard waitUntil(seconds: 10, { FileManager.default.fileExists(atPath: socket) }) else {
+        guard await waitUntil(seconds: 10, { FileManager.default.fileExists(atPath: socket) }) else {
             throw NetworkNamespace.CommandFailed(description: "Kamailio did not come up within 10 s")
         }
     }
@@ -106,7 +110,7 @@ final class RegistrarLab: @unchecked Sendable {
         for pid in children.reversed() {
             kill(pid, SIGTERM)
             var status: Int32 = 0
-            if !waitUntil(seconds: 3, { waitpid(pid, &status, WNOHANG) != 0 }) {
+            if !blockingWait(seconds: 3, { waitpid(pid, &status, WNOHANG) != 0 }) {
                 kill(-pid, SIGKILL)
                 _ = waitpid(pid, &status, 0)
             }
@@ -127,12 +131,12 @@ final class RegistrarLab: @unchecked Sendable {
     }
 
     /// The Contacts bound now (`kamcmd ul.dump`, `Address:` lines).
-    func boundContacts() throws -> [String] {
+    func boundContacts() async throws -> [String] {
         let output = directory.appendingPathComponent("uldump-\(UInt32.random(in: 0...UInt32.max))").path
         try start(in: registrar, [Self.kamcmd, "-s", "unix:\(directory.path)/ctl.sock", "ul.dump"], output: output)
         let pid = children.removeLast()
         var status: Int32 = 0
-        guard waitUntil(seconds: 5, { waitpid(pid, &status, WNOHANG) != 0 }) else {
+        guard await waitUntil(seconds: 5, { waitpid(pid, &status, WNOHANG) != 0 }) else {
             kill(pid, SIGKILL)
             _ = waitpid(pid, &status, 0)
             throw NetworkNamespace.CommandFailed(description: "kamcmd ul.dump timed out")
@@ -150,10 +154,21 @@ func realtime() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
-/// Polls `condition` every 20 ms for at most `seconds`; whether it held.
-func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
+/// Polls `condition` every 20 ms for at most `seconds`, sleeping the task (the test pool has
+/// only as many threads as cores: a blocked thread stalls unrelated tests); whether it held.
+func waitUntil(seconds: Double, _ condition: () -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return condition()
+}
+
+/// The blocking form, for `deinit` and `stop()` only (children exit on SIGTERM within milliseconds).
+func blockingWait(seconds: Double, _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
         if condition() { return true }
         usleep(20_000)
     }

@@ -7,43 +7,51 @@ import Testing
 @Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
 struct SIPRecoveryFaultTests {
     /// Starts the client as `user` and waits (≤ 10 s) for its first binding.
-    func registeredClient(_ user: String) throws -> RegistrarLab {
+    func registeredClient(_ user: String) async throws -> RegistrarLab {
         let lab = try RegistrarLab()
+        try await lab.waitForRegistrar()
         try lab.start(in: lab.client, [RegistrarLab.client, "sip-client", user], output: lab.log + ".client")
-        try #require(waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
+        try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
         return lab
     }
 
-    @Test func whileTheLinkIsDownNothingIsSentAndTheBindingIsRefreshedAtOnceWhenItReturns() throws {
-        let lab = try registeredClient("flap")
+    @Test func whileTheLinkIsDownNothingIsSentAndTheBindingIsRefreshedAtOnceWhenItReturns() async throws {
+        let lab = try await registeredClient("flap")
         defer { lab.stop() }
         let downAt = realtime()
         try lab.client.ip("link set nrc0 down")
-        sleep(2)
+        try await Task.sleep(for: .seconds(2))
         let upAt = realtime()
         try lab.client.batch(["link set nrc0 up", "route replace default via 198.18.0.1"])
         #expect(lab.lines("REGISTER", user: "flap").filter { $0.at > downAt && $0.at < upAt }.isEmpty)
-        #expect(waitUntil(seconds: 2) { lab.lines("REGISTERED", user: "flap").contains { $0.at > upAt } })
+        #expect(await waitUntil(seconds: 2) { lab.lines("REGISTERED", user: "flap").contains { $0.at > upAt } })
     }
 
-    @Test func anAddressChangeBindsTheNewContactAndTheOldBindingIsGone() throws {
-        let lab = try registeredClient("move")
+    @Test func anAddressChangeBindsTheNewContactAndTheOldBindingIsGone() async throws {
+        let lab = try await registeredClient("move")
         defer { lab.stop() }
         try lab.client.batch([
             "addr add 198.18.0.3/24 dev nrc0", "addr del 198.18.0.2/24 dev nrc0",
             "route replace default via 198.18.0.1",
         ])
-        #expect(
-            waitUntil(seconds: 3) {
-                lab.lines("REGISTERED", user: "move").contains { $0.contact.contains("@198.18.0.3") }
-            })
+        let rebound = await waitUntil(seconds: 3) {
+            lab.lines("REGISTERED", user: "move").contains { $0.contact.contains("@198.18.0.3") }
+        }
+        #expect(rebound)
+        // The registrar's own view: the new Contact bound, the old one gone (polled ≤ 3 s).
         var contacts: [String] = []
-        #expect(
-            waitUntil(seconds: 3) {
-                contacts = (try? lab.boundContacts()) ?? []
-                return contacts.contains { $0.contains("@198.18.0.3") }
-                    && !contacts.contains { $0.contains("@198.18.0.2") }
-            }, "ul.dump: \(contacts)")
+        let deadline = ContinuousClock.now + .seconds(3)
+        repeat {
+            contacts = try await lab.boundContacts()
+            if contacts.contains(where: { $0.contains("@198.18.0.3") })
+                && !contacts.contains(where: { $0.contains("@198.18.0.2") })
+            {
+                break
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        } while ContinuousClock.now < deadline
+        #expect(contacts.contains { $0.contains("@198.18.0.3") }, "ul.dump: \(contacts)")
+        #expect(!contacts.contains { $0.contains("@198.18.0.2") }, "ul.dump: \(contacts)")
     }
 }
 
