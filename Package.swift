@@ -109,7 +109,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting", "NetlinkMonitor", log,
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "SIPPlugin", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings

@@ -114,15 +114,32 @@ func shell(_ command: String) throws {
 struct Spawned {
     let pid: pid_t
 
-    init(_ argv: [String], quiet: Bool = false) throws {
+    /// - Parameters:
+    ///   - quiet: standard output to /dev/null.
+    ///   - output: standard output and error appended to this file (overrides `quiet`), stdin /dev/null.
+    ///   - newGroup: the child leads a new process group, so `kill(-pid, …)` reaches its children.
+    init(_ argv: [String], quiet: Bool = false, output: String? = nil, newGroup: Bool = false) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if quiet { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
+        if let output {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else if quiet {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        if newGroup {
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
+            posix_spawnattr_setpgroup(&attributes, 0)
+        }
         let cArgs = argv.map { strdup($0) } + [nil]
         defer { for arg in cArgs { free(arg) } }
         var child = pid_t()
-        let result = posix_spawn(&child, argv[0], &actions, nil, cArgs, environ)
+        let result = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, environ)
         guard result == 0 else { throw BenchError("spawn \(argv[0]): \(String(cString: strerror(result)))") }
         pid = child
     }
@@ -135,6 +152,20 @@ struct Spawned {
         }
         let signal = status & 0x7f
         return signal == 0 ? (status >> 8) & 0xff : 128 + signal
+    }
+
+    /// Ends the child by PID: `signal` now, SIGKILL to it (and its group) after `grace`; reaps it.
+    func stop(signal: Int32 = SIGTERM, grace: Duration = .seconds(3)) {
+        kill(pid, signal)
+        let deadline = ContinuousClock.now + grace
+        var status: Int32 = 0
+        while ContinuousClock.now < deadline {
+            if waitpid(pid, &status, WNOHANG) != 0 { return }
+            usleep(20_000)
+        }
+        kill(-pid, SIGKILL)
+        kill(pid, SIGKILL)
+        _ = waitpid(pid, &status, 0)
     }
 }
 

@@ -63,6 +63,7 @@ final class KamailioHarness: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try reusedPort ?? freePort()
         var config = try String(contentsOf: Self.template, encoding: .utf8)
+            .replacingOccurrences(of: "@ADDR@", with: "127.0.0.1")
             .replacingOccurrences(of: "@PORT@", with: "\(port)")
             .replacingOccurrences(of: "@DIR@", with: directory.path)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: authAlgorithm)

@@ -1,0 +1,166 @@
+import Foundation
+
+extension SIPRecoveryBenchmark {
+    /// What a client did after each fault.
+    struct ClientResult {
+        var name: String
+        var flapRecoveries: [Duration] = []
+        var flapsWithoutRegister = 0
+        var addressChange: Duration?
+        var oldBindingRemoved: Bool?
+        /// REGISTER requests (challenged or not) the registrar saw from this client during the flaps.
+        var registerRequests = 0
+    }
+
+    /// Starts the NetResilience client (``runSIPBenchClient(user:)``, this executable) as user
+    /// `netres` and baresip 1.0 (headless: foreground, modules g711, account, menu, ctrl_tcp) as
+    /// user `peer`, both in the client namespace, and waits (≤ 10 s) for both first bindings.
+    func startClients(_ lab: SIPLab) throws {
+        let config = lab.directory.appendingPathComponent("baresip")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try """
+        poll_method\t\tepoll
+        sip_trans_bsize\t\t128
+        audio_player\t\tnone
+        audio_source\t\tnone
+        audio_alert\t\tnone
+        module_path\t\t/usr/lib/baresip/modules
+        module\t\t\tg711.so
+        module_app\t\taccount.so
+        module_app\t\tmenu.so
+        module_app\t\tctrl_tcp.so
+        ctrl_tcp_listen\t\t127.0.0.1:4444
+
+        """.write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        try "<sip:peer@\(SIPLab.registrarAddress):\(SIPLab.port);transport=udp>;auth_pass=secret-peer;regint=600\n"
+            .write(to: config.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
+        let startedAt = realtimeNow() - 1
+        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        try lab.start(
+            in: lab.clientNamespace, [me, "sip-client", "netres"],
+            output: lab.directory.appendingPathComponent("netres-client.log").path)
+        try lab.start(
+            in: lab.clientNamespace, ["/usr/bin/baresip", "-f", config.path],
+            output: lab.directory.appendingPathComponent("baresip.log").path)
+        for user in ["netres", "peer"] {
+            do {
+                try waitFor(seconds: 10) { registered(lab, user: user, after: startedAt) != nil }
+            } catch {
+                throw BenchError("\(user) did not register within 10 s; logs in \(lab.directory.path)")
+            }
+        }
+    }
+
+    /// The first `REGISTERED` of `user` stamped after `instant` (whose Contact contains `contact`).
+    func registered(_ lab: SIPLab, user: String, after instant: Double, contact: String = "") -> Double? {
+        lab.registrarLog().first {
+            $0.kind == "REGISTERED" && $0.user == user && $0.realtime > instant
+                && (contact.isEmpty || $0.contact.contains(contact))
+        }?.realtime
+    }
+
+    /// `flaps` × (client link admin-down for `downSeconds`, then up with its default route put back
+    /// in the same command, as DHCP or networkd would), measured for `clients` (user, label). Every
+    /// wait is bounded by `peerBound` from the link-up: a missing REGISTER is counted, not awaited.
+    func runFaults(_ lab: SIPLab, clients: [(user: String, name: String)], flaps: Int) throws -> [ClientResult] {
+        var results = clients.map { ClientResult(name: $0.name) }
+        let ns = lab.clientNamespace
+        let flapsStart = realtimeNow()
+        for _ in 0..<flaps {
+            try shell("ip -n \(ns) link set nrc0 down")
+            sleep(downSeconds)
+            let upAt = realtimeNow()
+            try shell(
+                "ip -n \(ns) link set nrc0 up && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
+            var line = "flap:"
+            for (index, client) in clients.enumerated() {
+                let remaining = max(0, peerBound - (realtimeNow() - upAt))
+                var confirmed: Double?
+                try? waitFor(seconds: remaining) {
+                    confirmed = registered(lab, user: client.user, after: upAt)
+                    return confirmed != nil
+                }
+                if let confirmed {
+                    results[index].flapRecoveries.append(.microseconds(Int64(((confirmed - upAt) * 1e6).rounded())))
+                } else {
+                    results[index].flapsWithoutRegister += 1
+                }
+                line += " \(client.user)=\(confirmed.map { "\($0 - upAt)" } ?? "none")"
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+        let log = lab.registrarLog()
+        for (index, client) in clients.enumerated() {
+            results[index].registerRequests =
+                log.filter { $0.kind == "REGISTER" && $0.user == client.user && $0.realtime > flapsStart }.count
+        }
+        return results
+    }
+
+    /// One address change 198.18.0.2 → 198.18.0.3 seen by all `clients`; each wait bounded by
+    /// `addressChangeBound` from the change; then whether `ul.dump` still holds the old Contact.
+    func changeAddress(_ lab: SIPLab, clients: [(user: String, name: String)], into results: inout [ClientResult])
+        throws
+    {
+        let ns = lab.clientNamespace
+        let changeAt = realtimeNow()
+        try shell(
+            "ip -n \(ns) addr add 198.18.0.3/24 dev nrc0 && ip -n \(ns) addr del \(SIPLab.clientAddress)/24 dev nrc0"
+                + " && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
+        for (index, client) in clients.enumerated() {
+            var confirmed: Double?
+            try? waitFor(seconds: max(0, addressChangeBound - (realtimeNow() - changeAt))) {
+                confirmed = registered(lab, user: client.user, after: changeAt, contact: "198.18.0.3")
+                return confirmed != nil
+            }
+            guard let confirmed else { continue }
+            results[index].addressChange = .microseconds(Int64(((confirmed - changeAt) * 1e6).rounded()))
+        }
+        let bound = (try? lab.boundContacts()) ?? []
+        for (index, client) in clients.enumerated() where results[index].addressChange != nil {
+            results[index].oldBindingRemoved = !bound.contains {
+                $0.contains("\(client.user)") && $0.contains("@\(SIPLab.clientAddress)")
+            }
+        }
+    }
+
+    /// Prints the Markdown that goes into BENCHMARKS.md.
+    func report(floor: [Duration], clients: [ClientResult]) {
+        let floorStats = LatencyStats(floor)
+        var flapRows: [String] = []
+        var changeRows: [String] = []
+        for client in clients {
+            let flaps = LatencyStats(client.flapRecoveries)
+            let total = client.flapRecoveries.count + client.flapsWithoutRegister
+            let ratio = flaps.count > 0 ? format1(flaps.p50 / floorStats.p50) + "×" : "n/a"
+            flapRows.append(
+                "| \(client.name) | \(total) | \(flaps.count) | \(format1(flaps.p50)) | \(format1(flaps.p99)) | "
+                    + "\(format1(flaps.max)) | \(ratio) | \(client.flapsWithoutRegister) | \(client.registerRequests) |"
+            )
+            let change = client.addressChange.map { format1(LatencyStats([$0]).p50 / 1000) + " ms" } ?? "no REGISTER"
+            let removed = client.oldBindingRemoved.map { $0 ? "yes" : "no (still bound)" } ?? "n/a"
+            changeRows.append("| \(client.name) | \(change) | \(removed) |")
+        }
+        print(
+            """
+            ### Floor: the registrar's REGISTER round trip (µs, capture on the client veth)
+
+            | measurement | n | p50 | p99 | max | vs floor |
+            |---|---|---|---|---|---|
+            \(floorStats.row("sipp authenticated REGISTER → 200 OK", floor: nil))
+
+            ### Recovery after a client link flap (down \(downSeconds) s; µs from link-up to the 200 OK)
+
+            | client | flaps | re-registered | p50 | p99 | max | p50 vs floor | no REGISTER within \
+            \(Int(peerBound)) s | REGISTER requests |
+            |---|---|---|---|---|---|---|---|---|
+            \(flapRows.joined(separator: "\n"))
+
+            ### Address change (198.18.0.2 → 198.18.0.3; bound \(Int(addressChangeBound)) s)
+
+            | client | new Contact bound after | old binding gone (`ul.dump`) |
+            |---|---|---|
+            \(changeRows.joined(separator: "\n"))
+            """)
+    }
+}

@@ -1,0 +1,140 @@
+import Foundation
+
+/// SIP recovery time in a two-namespace lab (``SIPLab``): from the request that brings the client
+/// link back up to the registrar confirming the re-REGISTER, for NetResilience (``runSIPBenchClient``)
+/// and a peer client (baresip 1.0) doing the same kind of flaps and one address change, next to the
+/// registrar's own REGISTER round trip (the floor) measured at the start of the same run.
+///
+/// How each instant is taken (all on this host's CLOCK_REALTIME, so they compare directly):
+/// - start: read just before `ip link set nrc0 up` (or the address swap) is run;
+/// - end: Kamailio's `$TV(Sn)` logged by the script right after `save("location")` sent the 200 OK
+///   (`NRTEST REGISTERED`), so neither log polling nor log buffering enters the figure;
+/// - floor: a capture on the client's veth (tcpdump, kernel timestamps) of sipp's authenticated
+///   REGISTER and its 200 OK: one request/response on the wire, no client logic.
+struct SIPRecoveryBenchmark {
+    var floorSamples: Int
+    var flaps: Int
+    var peerFlaps: Int
+    var downSeconds: UInt32 = 3
+    var peerBound: Double = 30
+    var addressChangeBound: Double = 75
+
+    func run() throws {
+        let lab = try SIPLab()
+        defer { lab.tearDown() }
+        try lab.startKamailio()
+        let floor = try measureFloor(lab)
+        try startClients(lab)
+        // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
+        // gets its own (usually shorter) series of the same flaps after NetResilience's.
+        let clients = [("netres", "NetResilience (SIPPlugin, hold-down 0)"), ("peer", "baresip 1.0.0 (Debian)")]
+        var results = try runFaults(lab, clients: [clients[0]], flaps: flaps)
+        results += try runFaults(lab, clients: [clients[1]], flaps: peerFlaps)
+        try changeAddress(lab, clients: clients, into: &results)
+        report(floor: floor, clients: results)
+    }
+
+    // MARK: floor
+
+    /// `floorSamples` sipp REGISTERs (challenge, then the authenticated one) from the client
+    /// namespace at 10/s, captured on `nrc0`: the authenticated REGISTER → 200 OK gap of each.
+    private func measureFloor(_ lab: SIPLab) throws -> [Duration] {
+        let dir = lab.directory.path
+        try Self.sippScenario.write(toFile: dir + "/register.xml", atomically: true, encoding: .utf8)
+        try "SEQUENTIAL\nfloor;[authentication username=floor password=secret-floor]\n"
+            .write(toFile: dir + "/users.csv", atomically: true, encoding: .utf8)
+        let capture = dir + "/floor.pcap.txt"
+        let tcpdump = try lab.start(
+            in: lab.clientNamespace,
+            ["/usr/bin/tcpdump", "-i", "nrc0", "-tt", "-n", "-l", "-U", "-A", "udp port 5070"],
+            output: capture)
+        try waitFor(seconds: 5) {
+            ((try? String(contentsOfFile: capture, encoding: .utf8)) ?? "").contains("listening")
+        }
+        let sipp = try lab.start(
+            in: lab.clientNamespace,
+            [
+                "/usr/bin/sipp", "\(SIPLab.registrarAddress):\(SIPLab.port)", "-sf", dir + "/register.xml", "-inf",
+                dir + "/users.csv", "-i", SIPLab.clientAddress, "-p", "5070", "-m", "\(floorSamples)", "-r", "10",
+                "-nostdin", "-timeout", "60s", "-timeout_error",
+            ], output: dir + "/sipp.log")
+        _ = try sipp.wait()
+        lab.stop(sipp)
+        usleep(200_000)
+        lab.stop(tcpdump, signal: SIGINT)
+        return Self.roundTrips(inCapture: (try? String(contentsOfFile: capture, encoding: .utf8)) ?? "")
+    }
+
+    /// Pairs each captured `CSeq: 2 REGISTER` request with the next `200` carrying that CSeq.
+    static func roundTrips(inCapture text: String) -> [Duration] {
+        var samples: [Duration] = []
+        var sentAt: Double?
+        var packet: (time: Double, body: String)?
+        func close() {
+            guard let current = packet, current.body.contains("CSeq: 2 REGISTER") else { return }
+            if current.body.contains("REGISTER sip:") {
+                sentAt = current.time
+            } else if current.body.contains("SIP/2.0 200"), let start = sentAt {
+                samples.append(.microseconds(Int64(((current.time - start) * 1e6).rounded())))
+                sentAt = nil
+            }
+        }
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            let words = line.split(separator: " ", maxSplits: 2)
+            if words.count == 3, words[1] == "IP", let time = Double(words[0]) {
+                close()
+                packet = (time, String(line))
+            } else {
+                packet?.body += "\n" + line
+            }
+        }
+        close()
+        return samples
+    }
+
+    static let sippScenario = """
+        <?xml version="1.0" encoding="ISO-8859-1" ?>
+        <scenario name="register-floor">
+          <send retrans="500"><![CDATA[
+        REGISTER sip:[remote_ip]:[remote_port] SIP/2.0
+        Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+        From: <sip:[field0]@[remote_ip]>;tag=[call_number]
+        To: <sip:[field0]@[remote_ip]>
+        Call-ID: [call_id]
+        CSeq: 1 REGISTER
+        Contact: <sip:[field0]@[local_ip]:[local_port]>
+        Max-Forwards: 70
+        Expires: 600
+        Content-Length: 0
+
+          ]]></send>
+          <recv response="401" auth="true"/>
+          <send retrans="500"><![CDATA[
+        REGISTER sip:[remote_ip]:[remote_port] SIP/2.0
+        Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+        From: <sip:[field0]@[remote_ip]>;tag=[call_number]
+        To: <sip:[field0]@[remote_ip]>
+        Call-ID: [call_id]
+        CSeq: 2 REGISTER
+        Contact: <sip:[field0]@[local_ip]:[local_port]>
+        [field1]
+        Max-Forwards: 70
+        Expires: 600
+        Content-Length: 0
+
+          ]]></send>
+          <recv response="200"/>
+        </scenario>
+
+        """
+}
+
+/// Polls `condition` every 20 ms for at most `seconds`; throws when it never held.
+func waitFor(seconds: Double, _ condition: () -> Bool) throws {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
+    while ContinuousClock.now < deadline {
+        if condition() { return }
+        usleep(20_000)
+    }
+    throw BenchError("condition not met within \(seconds) s")
+}
