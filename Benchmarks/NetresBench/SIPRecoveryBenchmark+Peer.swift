@@ -12,7 +12,7 @@ extension SIPRecoveryBenchmark {
         var registerRequests = 0
     }
 
-    /// Starts the NetResilience client (``runSIPBenchClient(user:)``, this executable) as user
+    /// Starts NetResilience (`netres run --config`, built beside this executable) as user
     /// `netres` and baresip 1.0 (headless: foreground, modules g711, account, menu, ctrl_tcp) as
     /// user `peer`, both in the client namespace, and waits (≤ 10 s) for both first bindings.
     func startClients(_ lab: SIPLab) throws {
@@ -35,9 +35,26 @@ extension SIPRecoveryBenchmark {
         try "<sip:peer@\(SIPLab.registrarAddress):\(SIPLab.port);transport=udp>;auth_pass=secret-peer;regint=600\n"
             .write(to: config.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
         let startedAt = realtimeNow() - 1
-        let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        let netres = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("netres").path
+        let netresConfig = lab.directory.appendingPathComponent("netres.yaml").path
+        try """
+        log-format: json
+        control-socket: \(lab.directory.path)/netres.sock
+        interfaces: [nrc0]
+        hold-down: 0
+        accounts:
+          - name: netres
+            registrar: \(SIPLab.registrarAddress)
+            port: \(SIPLab.port)
+            transport: udp
+            user: netres
+            domain: \(SIPLab.registrarAddress)
+            password: secret-netres
+
+        """.write(toFile: netresConfig, atomically: true, encoding: .utf8)
         try lab.start(
-            in: lab.clientNamespace, [me, "sip-client", "netres"],
+            in: lab.clientNamespace, [netres, "run", "--config", netresConfig],
             output: lab.directory.appendingPathComponent("netres-client.log").path)
         try lab.start(
             in: lab.clientNamespace, ["/usr/bin/baresip", "-f", config.path],

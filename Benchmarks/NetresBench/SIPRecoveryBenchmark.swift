@@ -1,7 +1,7 @@
 import Foundation
 
 /// SIP recovery time in a two-namespace lab (``SIPLab``): from the request that brings the client
-/// link back up to the registrar confirming the re-REGISTER, for NetResilience (``runSIPBenchClient``)
+/// link back up to the registrar confirming the re-REGISTER, for NetResilience (`netres run`)
 /// and a peer client (baresip 1.0) doing the same kind of flaps and one address change, next to the
 /// registrar's own REGISTER round trip (the floor) measured at the start of the same run.
 ///

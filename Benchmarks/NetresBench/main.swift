@@ -18,8 +18,6 @@ do {
         let peerFlaps = arguments.count > 2 ? Int(arguments[2]) ?? flaps : flaps
         let floor = arguments.count > 3 ? Int(arguments[3]) ?? 100 : 100
         try SIPRecoveryBenchmark(floorSamples: floor, flaps: flaps, peerFlaps: peerFlaps).run()
-    case "sip-client":
-        try await runSIPBenchClient(user: arguments.count > 1 ? arguments[1] : "netres")
     case "runtime":
         await runRuntimeBenchmarks()
     case "idle-baseline":
@@ -29,7 +27,7 @@ do {
     default:
         print(
             "usage: netres-bench netlink [changes] [idle-seconds] | sip-recovery [flaps] [peer-flaps] [floor]"
-                + " | sip-client USER | runtime")
+                + " | runtime")
         exit(64)
     }
 } catch {

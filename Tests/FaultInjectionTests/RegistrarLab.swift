@@ -19,8 +19,8 @@ final class RegistrarLab: @unchecked Sendable {
         FileManager.default.isExecutableFile(atPath: kamailio) && FileManager.default.isExecutableFile(atPath: kamcmd)
             && modules != nil && FileManager.default.fileExists(atPath: "\(tables)/presentity")
     }
-    /// The bench's client: NetlinkMonitor + ResilienceManager + SIPPlugin (`netres-bench sip-client USER`).
-    static let client = Bundle.main.bundleURL.appendingPathComponent("netres-bench").path
+    /// The built `netres`, run in the client namespace as `netres run --config FILE`.
+    static let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
 
     let registrar: NetworkNamespace
     let client: NetworkNamespace
@@ -117,6 +117,28 @@ final class RegistrarLab: @unchecked Sendable {
         }
         children.removeAll()
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Writes a `netres run` config for `user` (password `secret-USER`, hold-down 0, only `nrc0`)
+    /// into the lab's folder and returns its path.
+    func writeDaemonConfig(user: String) throws -> String {
+        let path = directory.appendingPathComponent("netres-\(user).yaml").path
+        try """
+        log-format: json
+        control-socket: \(directory.path)/netres-\(user).sock
+        interfaces: [nrc0]
+        hold-down: 0
+        accounts:
+          - name: \(user)
+            registrar: 198.18.0.1
+            port: 5060
+            transport: udp
+            user: \(user)
+            domain: 198.18.0.1
+            password: secret-\(user)
+
+        """.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
     }
 
     /// `NRTEST <kind> user=<user> ... at=<realtime>` lines of the registrar's script log.

@@ -1,16 +1,17 @@
 import Foundation
 import Testing
 
-/// NetResilience's SIP client (`netres-bench sip-client`: NetlinkMonitor, ResilienceManager and
-/// SIPPlugin, hold-down 0) in a client namespace against Kamailio in a registrar namespace,
-/// asserted through the registrar's own view: its script log and `ul.dump`.
+/// `netres run` (NetlinkMonitor, ResilienceManager and SIPPlugin, hold-down 0) in a client
+/// namespace against Kamailio in a registrar namespace, asserted through the registrar's own
+/// view: its script log and `ul.dump`.
 @Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
 struct SIPRecoveryFaultTests {
     /// Starts the client as `user` and waits (≤ 10 s) for its first binding.
     func registeredClient(_ user: String) async throws -> RegistrarLab {
         let lab = try RegistrarLab()
         try await lab.waitForRegistrar()
-        try lab.start(in: lab.client, [RegistrarLab.client, "sip-client", user], output: lab.log + ".client")
+        let config = try lab.writeDaemonConfig(user: user)
+        try lab.start(in: lab.client, [RegistrarLab.netres, "run", "--config", config], output: lab.log + ".client")
         try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
         return lab
     }
