@@ -109,7 +109,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting", "NetlinkMonitor", log,
-                "SIPPlugin", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
