@@ -26,11 +26,20 @@ public protocol ResiliencePlugin: Service {
     /// Performs one planned action and returns when it is complete.
     /// - Throws: ``PluginError`` for expected failures; `CancellationError` when cancelled.
     func perform(_ action: PlannedAction, context: PluginContext) async throws
+
+    /// Services whose flow failed between actions (the server closed it, a keep-alive went
+    /// unanswered, the server's port was unreachable), as the plugin notices it. The manager reads
+    /// it once and turns each report into a `flow.lost` trigger, throttled per service by the
+    /// backoff. A flow the plugin closed itself (address change, shutdown) is never reported.
+    var flowLosses: AsyncStream<[ServiceID]> { get }
 }
 
 extension ResiliencePlugin {
     /// Plugins without background work wait for shutdown.
     public func run() async throws { try await gracefulShutdown() }
+
+    /// Plugins without long-lived flows report nothing.
+    public var flowLosses: AsyncStream<[ServiceID]> { AsyncStream { $0.finish() } }
 }
 
 /// What the executor lends a plugin for one action.

@@ -7,6 +7,16 @@ public enum Trigger: Hashable, Sendable {
     /// The keep-alive scheduler's coalesced wake-up; the listed services are due for refresh.
     case keepAliveDue([ServiceID])
     case pushTokenChanged
+    /// Decided once when the manager starts, right after the first path is known: brings the
+    /// services up (what needs the network waits for `network.restored` when the path is down).
+    case started
+    /// A plugin saw the flow under these services fail between actions: the server closed it, a
+    /// keep-alive went unanswered, the server's port was unreachable. Their server-side state
+    /// (bindings, subscriptions) may be gone.
+    case flowLost([ServiceID])
+    /// The scheduler's coalesced wake-up for flow keep-alives (RFC 5626 pings); the listed
+    /// services' flows are due for one. Distinct from `keepAliveDue`, which refreshes.
+    case flowPingDue([ServiceID])
     /// Graceful shutdown: tear down in order.
     case shutdown
 
@@ -18,6 +28,9 @@ public enum Trigger: Hashable, Sendable {
         case .callStateChanged: "call.state-changed"
         case .keepAliveDue: "keep-alive.due"
         case .pushTokenChanged: "push.token-changed"
+        case .started: "started"
+        case .flowLost: "flow.lost"
+        case .flowPingDue: "flow.ping-due"
         case .shutdown: "shutdown"
         }
     }

@@ -54,7 +54,7 @@ public struct RulesEngine: Sendable, Hashable {
             if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
                 callsHeldByInterruption.remove(id)
             }
-        case .keepAliveDue, .pushTokenChanged, .shutdown: break
+        case .keepAliveDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
         }
         let present = Set(services.map(\.id))
         callsHeldByInterruption.formIntersection(present)
