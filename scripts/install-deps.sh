@@ -8,7 +8,7 @@
 set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
-test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps
+test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps systemd
     baresip-core)
 
 case "${1:-test}" in
