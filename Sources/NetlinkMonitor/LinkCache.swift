@@ -45,18 +45,18 @@ struct LinkCache: Sendable {
             guard let old = snapshot.address(matching: address.key) else { return [] }
             if address.family == .ipv4 { routesNeedRecheck = true }
             return [.addressRemoved(old)]
-        case .newRoute(let route, let replace):
+        case .newRoute(let routes, let replace):
             var out: [NetworkEvent.Kind] = []
-            if replace {
+            if replace, let first = routes.first {
                 let superseded = snapshot.defaultRoutes.filter {
-                    $0.family == route.family && $0.metric == route.metric && $0 != route
+                    $0.family == first.family && $0.metric == first.metric && !routes.contains($0)
                 }
                 out += superseded.map { .defaultRouteRemoved($0) }
             }
-            if !snapshot.defaultRoutes.contains(route) { out.append(.defaultRouteAdded(route)) }
+            out += routes.filter { !snapshot.defaultRoutes.contains($0) }.map { .defaultRouteAdded($0) }
             return out
-        case .deletedRoute(let route):
-            return snapshot.defaultRoutes.contains(route) ? [.defaultRouteRemoved(route)] : []
+        case .deletedRoute(let routes):
+            return routes.filter { snapshot.defaultRoutes.contains($0) }.map { .defaultRouteRemoved($0) }
         case .done, .error, .ignored:
             return []
         }

@@ -149,7 +149,10 @@ final class NetlinkReader {
         do {
             for _ in 0..<Self.dumpAttempts {
                 guard let messages = try dumper.dump(.routes) else { continue }
-                let routes = Set(messages.compactMap { if case .newRoute(let r, _) = $0 { r } else { nil } })
+                let routes = Set(
+                    messages.flatMap { message -> [DefaultRoute] in
+                        if case .newRoute(let r, _) = message { r } else { [] }
+                    })
                 let kinds = cache.snapshot.routeChanges(to: routes)
                 cache.apply(kinds)
                 return kinds.map { ($0, true) }

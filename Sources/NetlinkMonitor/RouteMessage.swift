@@ -8,10 +8,11 @@ enum RouteMessage: Hashable, Sendable {
     case deletedLink(LinkState)
     case newAddress(InterfaceAddress)
     case deletedAddress(InterfaceAddress)
-    /// A main-table default route; `replace` is `NLM_F_REPLACE` (it supersedes the route with the
-    /// same family and metric).
-    case newRoute(DefaultRoute, replace: Bool)
-    case deletedRoute(DefaultRoute)
+    /// A main-table default route, one element per next hop (an ECMP route has several, never
+    /// none); `replace` is `NLM_F_REPLACE` (it supersedes the routes with the same family and
+    /// metric).
+    case newRoute([DefaultRoute], replace: Bool)
+    case deletedRoute([DefaultRoute])
     /// End of a dump.
     case done
     /// `NLMSG_ERROR` with a negative errno (0 is an ACK).
@@ -49,6 +50,7 @@ enum Wire {
     static let rtaOif: UInt16 = 4
     static let rtaGateway: UInt16 = 5
     static let rtaPriority: UInt16 = 6
+    static let rtaMultipath: UInt16 = 9
     static let rtaTable: UInt16 = 15
 }
 
@@ -88,9 +90,10 @@ enum RouteMessageDecoder {
             guard let address = address(body) else { return .ignored }
             return type == Wire.rtmNewAddr ? .newAddress(address) : .deletedAddress(address)
         case Wire.rtmNewRoute, Wire.rtmDelRoute:
-            guard let route = route(body) else { return .ignored }
+            let routes = routes(body)
+            guard !routes.isEmpty else { return .ignored }
             return type == Wire.rtmNewRoute
-                ? .newRoute(route, replace: flags & Wire.flagReplace != 0) : .deletedRoute(route)
+                ? .newRoute(routes, replace: flags & Wire.flagReplace != 0) : .deletedRoute(routes)
         default: return .ignored
         }
     }
@@ -134,27 +137,54 @@ enum RouteMessageDecoder {
             prefixLength: body[1], scope: body[3], flags: flags)
     }
 
-    /// `struct rtmsg` (12 bytes) then attributes; only unicast main-table routes with `dst_len` 0
-    /// and an output interface (multipath routes are not decoded).
-    static func route(_ body: UnsafeRawBufferPointer) -> DefaultRoute? {
+    /// `struct rtmsg` (12 bytes) then attributes; only unicast main-table routes with `dst_len` 0.
+    /// A single-path route names its interface in `RTA_OIF`; an ECMP route lists its next hops in
+    /// `RTA_MULTIPATH` (`struct rtnexthop`, 8 bytes, then the hop's own attributes), one
+    /// ``DefaultRoute`` each. Empty for anything else.
+    static func routes(_ body: UnsafeRawBufferPointer) -> [DefaultRoute] {
         guard body.count >= 12, let family = family(body[0]), body[1] == 0, body[7] == Wire.unicastRoute else {
-            return nil
+            return []
         }
         var table = UInt32(body[4])
         var oif: Int32?
         var gateway: String?
         var metric: UInt32 = 0
+        var hops: [(ifindex: Int32, gateway: String?)] = []
         attributes(body, from: 12) { type, value in
             switch type {
             case Wire.rtaTable where value.count >= 4: table = value.loadUnaligned(as: UInt32.self)
             case Wire.rtaOif where value.count >= 4: oif = value.loadUnaligned(as: Int32.self)
             case Wire.rtaGateway: gateway = text(value, family)
             case Wire.rtaPriority where value.count >= 4: metric = value.loadUnaligned(as: UInt32.self)
+            case Wire.rtaMultipath: hops = nextHops(value, family)
             default: break
             }
         }
-        guard table == Wire.mainTable, let oif else { return nil }
-        return DefaultRoute(family: family, ifindex: oif, gateway: gateway, metric: metric, table: table)
+        guard table == Wire.mainTable else { return [] }
+        if let oif { hops = [(oif, gateway)] }
+        return hops.map {
+            DefaultRoute(family: family, ifindex: $0.ifindex, gateway: $0.gateway, metric: metric, table: table)
+        }
+    }
+
+    /// The `struct rtnexthop` records of `RTA_MULTIPATH`; stops at the first malformed length.
+    static func nextHops(_ value: UnsafeRawBufferPointer, _ family: AddressFamily) -> [(
+        ifindex: Int32, gateway: String?
+    )] {
+        var hops: [(Int32, String?)] = []
+        var offset = 0
+        while offset + 8 <= value.count {
+            let length = Int(value.loadUnaligned(fromByteOffset: offset, as: UInt16.self))
+            guard length >= 8, offset + length <= value.count else { break }
+            let hop = UnsafeRawBufferPointer(rebasing: value[offset..<(offset + length)])
+            var gateway: String?
+            attributes(hop, from: 8) { type, attribute in
+                if type == Wire.rtaGateway { gateway = text(attribute, family) }
+            }
+            hops.append((hop.loadUnaligned(fromByteOffset: 4, as: Int32.self), gateway))
+            offset += align(length)
+        }
+        return hops
     }
 
     /// Walks `struct rtattr` records (2-byte length, 2-byte type, 4-byte aligned).

@@ -52,4 +52,42 @@ struct AddressRouteFaultTests {
             try await h.expectCacheMatchesDump()
         }
     }
+
+    /// A multipath default route (`RTA_MULTIPATH`, no `RTA_OIF`) is a default route through each
+    /// of its next hops: the path is satisfied by it, and stays satisfied when one hop's link goes.
+    @Test func anECMPDefaultRouteCountsThroughEachNextHop() async throws {
+        try await MonitorHarness.online { ns, h in
+            try ns.batch([
+                "link add veth2 type veth peer name veth3", "addr add 198.18.1.2/24 dev veth2", "link set veth3 up",
+                "link set veth2 up",
+            ])
+            let veth2 = try await h.event("veth2 up") {
+                if case .linkChanged(_, let link) = $0 {
+                    link.name == "veth2" && link.carrier == .carrier
+                } else {
+                    false
+                }
+            }
+            try ns.ip("route replace default nexthop via 198.18.0.1 dev veth0 nexthop via 198.18.1.1 dev veth2")
+            try await h.event("route via veth2") {
+                if case .defaultRouteAdded(let route) = $0 { route.ifindex == veth2.ifindex } else { false }
+            }
+            let routes = h.monitor.snapshot().defaultRoutes
+            #expect(Set(routes.map(\.gateway)) == ["198.18.0.1", "198.18.1.1"], "\(routes)")
+            try await h.expectCacheMatchesDump()
+
+            let mark = await h.transitions.mark
+            try ns.ip("link set veth0 down")
+            try await h.event(since: 0, "veth0 down") {
+                if case .linkChanged(_, let link) = $0 { link.name == "veth0" && !link.isAdminUp } else { false }
+            }
+            try await h.expectCacheMatchesDump()
+            let path = h.monitor.currentPath()
+            #expect(path.isSatisfied)
+            #expect(path.primaryInterface?.name == "veth2")
+            #expect(
+                await h.transitions.first(since: mark, within: .milliseconds(300)) { $0.path.isSatisfied == false }
+                    == nil)
+        }
+    }
 }

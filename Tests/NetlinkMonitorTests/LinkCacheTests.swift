@@ -12,7 +12,7 @@ struct LinkCacheTests {
         var cache = LinkCache()
         _ = cache.apply(.newLink(link))
         _ = cache.apply(.newAddress(address))
-        _ = cache.apply(.newRoute(route, replace: false))
+        _ = cache.apply(.newRoute([route], replace: false))
         return cache
     }
 
@@ -20,7 +20,7 @@ struct LinkCacheTests {
         var cache = online
         #expect(cache.apply(.newLink(link)).isEmpty)
         #expect(cache.apply(.newAddress(address)).isEmpty)
-        #expect(cache.apply(.newRoute(route, replace: false)).isEmpty)
+        #expect(cache.apply(.newRoute([route], replace: false)).isEmpty)
         #expect(
             cache.apply(
                 .deletedAddress(InterfaceAddress(ifindex: 9, family: .ipv4, address: "198.18.9.9", prefixLength: 24))
@@ -48,9 +48,19 @@ struct LinkCacheTests {
         var cache = online
         let replacement = DefaultRoute(family: .ipv4, ifindex: 3, gateway: "198.18.0.254", metric: 0)
         #expect(
-            cache.apply(.newRoute(replacement, replace: true)) == [
+            cache.apply(.newRoute([replacement], replace: true)) == [
                 .defaultRouteRemoved(route), .defaultRouteAdded(replacement),
             ])
+    }
+
+    @Test func anECMPRouteAddsEachNextHopAndAReplaceKeepsTheHopsItNames() {
+        var cache = online
+        let second = DefaultRoute(family: .ipv4, ifindex: 4, gateway: "198.18.1.1", metric: 0)
+        #expect(cache.apply(.newRoute([route, second], replace: true)) == [.defaultRouteAdded(second)])
+        #expect(cache.snapshot.defaultRoutes.count == 2)
+        #expect(cache.apply(.newRoute([second], replace: true)) == [.defaultRouteRemoved(route)])
+        #expect(cache.apply(.deletedRoute([route, second])) == [.defaultRouteRemoved(second)])
+        #expect(cache.snapshot.defaultRoutes.isEmpty)
     }
 
     @Test func adminDownAndIPv4AddressRemovalAskForARouteRecheck() {

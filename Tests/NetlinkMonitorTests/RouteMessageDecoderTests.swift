@@ -52,7 +52,29 @@ struct RouteMessageDecoderTests {
             type: 25, header: [2, 0, 0, 0, 252, 4, 0, 1] + le(UInt32(0)),
             attributes: [(15, le(UInt32(254)))] + attributes)
         let route = DefaultRoute(family: .ipv4, ifindex: 3, gateway: "198.18.0.1", metric: 100)
-        #expect(builder.decoded() == [.newRoute(route, replace: true), .ignored, .ignored, .deletedRoute(route)])
+        #expect(builder.decoded() == [.newRoute([route], replace: true), .ignored, .ignored, .deletedRoute([route])])
+    }
+
+    /// `ip route add default nexthop via 198.18.1.1 dev #4 nexthop via 198.18.2.1 dev #5`: one
+    /// route per next hop, sharing the metric; a truncated next hop ends the list, not the decoder.
+    @Test func anECMPRouteIsOneDefaultRoutePerNextHop() {
+        func hop(_ ifindex: Int32, _ gateway: [UInt8]) -> [UInt8] {
+            le(UInt16(16)) + [0, 0] + le(ifindex) + le(UInt16(8)) + le(UInt16(5)) + gateway
+        }
+        var builder = MessageBuilder()
+        let header: [UInt8] = [2, 0, 0, 0, 254, 4, 0, 1] + le(UInt32(0))
+        let hops = hop(4, [198, 18, 1, 1]) + hop(5, [198, 18, 2, 1])
+        builder.message(type: 24, header: header, attributes: [(6, le(UInt32(20))), (9, hops)])
+        builder.message(type: 24, header: header, attributes: [(9, hop(4, [198, 18, 1, 1]) + [12, 0, 0])])
+        builder.message(type: 25, header: header, attributes: [(9, Array(hops.prefix(6)))])
+        let first = DefaultRoute(family: .ipv4, ifindex: 4, gateway: "198.18.1.1", metric: 20)
+        let second = DefaultRoute(family: .ipv4, ifindex: 5, gateway: "198.18.2.1", metric: 20)
+        var firstAtZero = first
+        firstAtZero.metric = 0
+        #expect(
+            builder.decoded() == [
+                .newRoute([first, second], replace: false), .newRoute([firstAtZero], replace: false), .ignored,
+            ])
     }
 
     @Test func doneErrorsAndTruncatedInputAreSafe() {
