@@ -55,11 +55,22 @@ public struct PolicyFileError: Error, Hashable, Sendable, CustomStringConvertibl
 
 /// Nearest valid names by Levenshtein distance, for error hints.
 public enum NameHint {
-    /// `did you mean "x"?` for the closest candidate within a third of the word's length (at least 2),
-    /// or one that the word abbreviates or extends (`maximum` → `max`), or one that has every
-    /// dotted part of the word (`call.active` → `call.outgoing.active`).
+    /// Words that mean a key of another section, or say in plain English what a key says: `for`
+    /// in a level row means `service`, `service` in a rule means `for`, `actions` means `do`.
+    /// Spelling distance alone would suggest `foreground` for `for`.
+    static let meanings: [String: [String]] = [
+        "for": ["service"], "service": ["for"], "services": ["for", "service"], "trigger": ["on"],
+        "triggers": ["on"], "state": ["when"], "states": ["when"], "action": ["do"], "actions": ["do"],
+        "condition": ["if"], "conditions": ["if"],
+    ]
+
+    /// `did you mean "x"?` for a key of the same meaning (``meanings``), else the closest candidate
+    /// within a third of the word's length (at least 2), or one that the word abbreviates or
+    /// extends (`maximum` → `max`), or one that has every dotted part of the word
+    /// (`call.active` → `call.outgoing.active`).
     public static func suggestion(for word: String, among candidates: [String]) -> String? {
         let word = word.lowercased()
+        if let same = meanings[word]?.first(where: candidates.contains) { return "did you mean \"\(same)\"?" }
         let limit = max(2, word.count / 3)
         let scored = candidates.map { ($0, distance(word, $0.lowercased())) }
         if let best = scored.min(by: { $0.1 < $1.1 }), best.1 <= limit { return "did you mean \"\(best.0)\"?" }

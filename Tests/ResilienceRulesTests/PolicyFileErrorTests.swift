@@ -29,6 +29,16 @@ struct PolicyFileErrorTests {
             name: "unknown rule key", yaml: rule + "    do: drain-http\n    wehn: foreground\n", code: .unknownKey,
             line: 6, column: 5, hint: "when"),
         Case(
+            name: "a rule's key in a level row",
+            yaml: "levels:\n  - for: http\n    foreground: full\n    background: none\n", code: .unknownKey,
+            line: 2, column: 5, hint: "service"),
+        Case(
+            name: "a level row's key in a rule", yaml: "rules:\n  - name: r\n    on: shutdown\n    service: http\n",
+            code: .unknownKey, line: 4, column: 5, hint: "for"),
+        Case(
+            name: "an everyday word for a rule key", yaml: rule + "    actions: drain-http\n", code: .unknownKey,
+            line: 5, column: 5, hint: "do"),
+        Case(
             name: "unknown backoff key", yaml: "backoff:\n  maximum: 2s\n", code: .unknownKey, line: 2, column: 3,
             hint: "max"),
         Case(
