@@ -67,10 +67,16 @@ public final class SIPPlugin: ResiliencePlugin {
         ]
     }
 
-    /// The services this plugin keeps, for the manager's service table.
+    /// The services this plugin keeps, for the manager's service table. The registration carries
+    /// the account's keep-alive interval (one ping per flow); a registrar's `Flow-Timer` shows in
+    /// ``RegistrationStatus/keepAliveInterval`` once registered.
     public var services: [ClientService] {
         accounts.flatMap { account in
-            [ClientService(id: account.registrationService, kind: .registration, account: account.name)]
+            [
+                ClientService(
+                    id: account.registrationService, kind: .registration, account: account.name,
+                    keepAliveInterval: account.keepAliveInterval)
+            ]
                 + account.subscriptions.map {
                     ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
                 }
