@@ -14,11 +14,13 @@ import Testing
 )
 struct SIPFlowKamailioTests {
     func makePlugin(
-        port: Int, user: String, transport: SIPTransportKind, subscriptions: [SubscriptionTarget] = []
+        port: Int, user: String, transport: SIPTransportKind, subscriptions: [SubscriptionTarget] = [],
+        publishesPresence: Bool = false
     ) -> (SIPPlugin, SIPAccount) {
         let account = SIPAccount(
             name: user, registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: user,
-            domain: "127.0.0.1", password: "secret-\(user)", expires: 300, subscriptions: subscriptions)
+            domain: "127.0.0.1", password: "secret-\(user)", expires: 300, subscriptions: subscriptions,
+            publishesPresence: publishesPresence)
         let timers = SIPTimers(pongTimeout: .seconds(2))
         return (SIPPlugin(accounts: [account], timers: timers, logger: testLogger(user)), account)
     }
@@ -36,20 +38,23 @@ struct SIPFlowKamailioTests {
         await plugin.agent(for: user)!.close()
     }
 
-    @Test func registrarStoppedOverTCPIsOneLossOfRegistrationAndSubscriptionThenRegistersAgain() async throws {
+    @Test func registrarStoppedOverTCPIsOneLossOfEverythingEstablishedThenRegistersAgain() async throws {
         var kamailio = try KamailioHarness()
         defer { kamailio.stop() }
         let user = uniqueUser("restart")
         let (plugin, account) = makePlugin(
-            port: kamailio.port, user: user, transport: .tcp, subscriptions: [SubscriptionTarget(package: .reg)])
+            port: kamailio.port, user: user, transport: .tcp, subscriptions: [SubscriptionTarget(package: .reg)],
+            publishesPresence: true)
         let reg = account.subscriptions[0].service(of: account)
         let agent = try #require(plugin.agent(for: user))
         try await plugin.perform(action(.register, account.registrationService), context: context())
         try await plugin.perform(action(.subscribe, reg), context: context())
+        try await plugin.perform(action(.publishPresence, account.presencePublishService), context: context())
+        #expect(await agent.publicationETag != nil)
 
         let port = kamailio.port
         kamailio.stop()
-        #expect(await firstLoss(of: plugin) == [account.registrationService, reg])
+        #expect(await firstLoss(of: plugin) == [account.registrationService, reg, account.presencePublishService])
         #expect(await agent.boundAddress == nil)
 
         kamailio = try KamailioHarness(port: port)
