@@ -81,7 +81,12 @@ func runNonInviteTransaction(
     let responses = table.open(key, flow: ObjectIdentifier(transport))
     defer { table.close(key) }
     let bytes = request.serialized()
-    try await transport.send(bytes: bytes)
+    do {
+        try await transport.send(bytes: bytes)
+    } catch {
+        // The socket refused the request (closed, or ECONNREFUSED which closes it): the flow is over.
+        throw TransactionFailure.flowClosed
+    }
     let proceeding = ProceedingFlag()
     return try await withThrowingTaskGroup(of: SIPMessage.self) { group in
         group.addTask {

@@ -27,12 +27,15 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var subscriptions: [SubscriptionTarget]
     /// Whether the account publishes its own presence (service `<name>.presence-publish`).
     public var publishesPresence: Bool
+    /// How often the flow to the registrar gets a keep-alive (see ``keepAliveInterval``).
+    public var keepAlive: KeepAliveSetting
 
     public init(
         name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
-        subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false
+        subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
+        keepAlive: KeepAliveSetting = .transportDefault
     ) {
         self.name = name
         self.registrarHost = registrarHost
@@ -48,6 +51,19 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.push = push
         self.subscriptions = subscriptions
         self.publishesPresence = publishesPresence
+        self.keepAlive = keepAlive
+    }
+
+    /// The keep-alive interval this account asks for: the transport's default (UDP 30 s, which
+    /// outlives common NAT bindings; TCP 120 s, RFC 5626 §4.4.1's suggestion for streams), an
+    /// explicit one, or nil when keep-alives are off. A registrar's `Flow-Timer` overrides it
+    /// (see ``RegistrationStatus/keepAliveInterval``).
+    public var keepAliveInterval: Duration? {
+        switch keepAlive {
+        case .transportDefault: transport == .udp ? .seconds(30) : .seconds(120)
+        case .off: nil
+        case .every(let interval): interval
+        }
     }
 
     public var addressOfRecord: String { "sip:\(user)@\(domain)" }
@@ -60,6 +76,14 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         "SIPAccount(\(name): \(addressOfRecord) via \(transport.rawValue):\(registrarHost):\(registrarPort), "
             + "expires \(expires), password <redacted>)"
     }
+}
+
+/// Whether and how often an account keeps its flow alive.
+public enum KeepAliveSetting: Hashable, Sendable {
+    /// UDP 30 s, TCP 120 s.
+    case transportDefault
+    case off
+    case every(Duration)
 }
 
 /// RFC 8599 Contact URI parameters for push notification.

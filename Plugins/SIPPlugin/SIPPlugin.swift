@@ -15,6 +15,10 @@ public final class SIPPlugin: ResiliencePlugin {
     private let routes: [ServiceID: Route]
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
+    /// Each agent's lost flows, as the services that rode on them; the newest few are kept when
+    /// the manager falls behind (a later report names the same services).
+    public let flowLosses: AsyncStream<[ServiceID]>
+    private let lossContinuation: AsyncStream<[ServiceID]>.Continuation
 
     /// The presence the next `publish-presence` action publishes.
     public var presence: PresenceDocument {
@@ -34,10 +38,16 @@ public final class SIPPlugin: ResiliencePlugin {
     public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
         self.accounts = accounts
         self.logger = logger
+        let (losses, lossContinuation) = AsyncStream.makeStream(
+            of: [ServiceID].self, bufferingPolicy: .bufferingNewest(8))
+        self.flowLosses = losses
+        self.lossContinuation = lossContinuation
         var agents: [String: SIPUserAgent] = [:]
         var routes: [ServiceID: Route] = [:]
         for account in accounts {
-            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger)
+            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger) { services in
+                lossContinuation.yield(services)
+            }
             routes[account.registrationService] = .registration(account: account.name)
             if account.publishesPresence {
                 routes[account.presencePublishService] = .publication(account: account.name)
@@ -57,10 +67,16 @@ public final class SIPPlugin: ResiliencePlugin {
         ]
     }
 
-    /// The services this plugin keeps, for the manager's service table.
+    /// The services this plugin keeps, for the manager's service table. The registration carries
+    /// the account's keep-alive interval (one ping per flow); a registrar's `Flow-Timer` shows in
+    /// ``RegistrationStatus/keepAliveInterval`` once registered.
     public var services: [ClientService] {
         accounts.flatMap { account in
-            [ClientService(id: account.registrationService, kind: .registration, account: account.name)]
+            [
+                ClientService(
+                    id: account.registrationService, kind: .registration, account: account.name,
+                    keepAliveInterval: account.keepAliveInterval)
+            ]
                 + account.subscriptions.map {
                     ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
                 }
@@ -113,5 +129,6 @@ public final class SIPPlugin: ResiliencePlugin {
     public func run() async throws {
         try? await gracefulShutdown()
         for agent in agents.values { await agent.close() }
+        lossContinuation.finish()
     }
 }

@@ -1,6 +1,8 @@
+internal import Glibc
 internal import Logging
 internal import NIOCore
 internal import NIOPosix
+internal import Synchronization
 
 /// The transport protocol of an account.
 public enum SIPTransportKind: String, Hashable, Sendable, Codable, CaseIterable {
@@ -17,6 +19,12 @@ typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendabl
 ///
 /// Malformed input is logged and dropped (UDP) or closes the connection (TCP, where framing is
 /// lost); the owner opens a new transport on the next request, so nothing wedges.
+///
+/// The UDP socket is connected to the registrar, so the kernel hands it ICMP port-unreachable as
+/// ECONNREFUSED and only the registrar's datagrams arrive; ECONNREFUSED closes the flow.
+///
+/// Invariant: `onLost` runs exactly once for a flow that ended without the owner's ``close()``
+/// (server FIN/RST, ECONNREFUSED, broken framing, ``abandon()``) and never after ``close()``.
 final class SIPTransport: Sendable {
     let kind: SIPTransportKind
     let channel: any Channel
@@ -24,6 +32,8 @@ final class SIPTransport: Sendable {
     let localHost: String
     let localPort: Int
     let remote: SocketAddress
+    /// Set by ``close()`` before the channel closes, so the close is not taken for a loss.
+    private let closedByOwner = Mutex(false)
 
     private init(kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress) {
         self.kind = kind
@@ -38,15 +48,16 @@ final class SIPTransport: Sendable {
     /// `host:port` for Via and Contact, with brackets around IPv6.
     var sentBy: String { "\(formatHost(localHost)):\(localPort)" }
 
-    /// Opens a flow bound to `localHost` (port chosen by the kernel).
+    /// Opens a flow bound to `localHost` (port chosen by the kernel) and connected to `remote`.
+    /// `onLost` gets the flow when it ends without ``close()``.
     static func open(
         kind: SIPTransportKind, localHost: String, remote: SocketAddress, logger: Logger,
-        onClose: @escaping @Sendable () -> Void, onPong: @escaping @Sendable () -> Void,
+        onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
         let local = try SocketAddress(ipAddress: localHost, port: 0)
         let group = MultiThreadedEventLoopGroup.singleton
-        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onClose: onClose, onPong: onPong)
+        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onPong: onPong)
         let channel: any Channel
         switch kind {
         case .udp:
@@ -57,6 +68,12 @@ final class SIPTransport: Sendable {
                     }
                 }
                 .bind(to: local).get()
+            do {
+                try await channel.connect(to: remote).get()
+            } catch {
+                try? await channel.close()
+                throw error
+            }
         case .tcp:
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(.seconds(5))
@@ -69,7 +86,11 @@ final class SIPTransport: Sendable {
                 }
                 .connect(to: remote).get()
         }
-        return SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
+        let transport = SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
+        channel.closeFuture.whenComplete { [transport] _ in
+            if !transport.closedByOwner.withLock({ $0 }) { onLost(transport) }
+        }
+        return transport
     }
 
     func send(_ message: SIPMessage) async throws {
@@ -84,7 +105,14 @@ final class SIPTransport: Sendable {
         }
     }
 
+    /// Closes the flow on the owner's behalf (address change, shutdown): not a loss.
     func close() async {
+        closedByOwner.withLock { $0 = true }
+        try? await channel.close()
+    }
+
+    /// Closes a flow the owner found dead (keep-alive unanswered): reported as lost.
+    func abandon() async {
         try? await channel.close()
     }
 }
@@ -120,11 +148,10 @@ struct SIPFrameDecoder: ByteToMessageDecoder {
     }
 }
 
-/// What both inbound handlers report to: the log, the upper layer and the owner on close.
+/// What both inbound handlers report to: the log and the upper layer.
 struct FlowCallbacks: Sendable {
     let logger: Logger
     let inbound: SIPInboundHandler
-    let onClose: @Sendable () -> Void
     /// A CRLF arrived between messages on a stream (RFC 5626 §4.4.1 pong).
     let onPong: @Sendable () -> Void
 }
@@ -161,15 +188,16 @@ final class DatagramInbound: ChannelInboundHandler {
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        flow.onClose()
-        context.fireChannelInactive()
-    }
-
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // ICMP port unreachable and similar surface here; the transaction layer times out or
-        // retransmits, so the socket stays open.
-        flow.logger.debug("sip.udp-error", metadata: ["error": "\(error)"])
+        // On the connected socket, ICMP port unreachable from the registrar arrives as
+        // ECONNREFUSED (NIO keeps the channel open): nobody listens there any more, so the flow
+        // is over. Closing it fails pending transactions at once and reports the loss.
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
+            flow.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
+            context.close(promise: nil)
+        } else {
+            flow.logger.debug("sip.udp-error", metadata: ["error": "\(error)"])
+        }
     }
 }
 
@@ -185,11 +213,6 @@ final class StreamInbound: ChannelInboundHandler {
         flow.inbound(unwrapInboundIn(data)) { reply in
             channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
         }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        flow.onClose()
-        context.fireChannelInactive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {

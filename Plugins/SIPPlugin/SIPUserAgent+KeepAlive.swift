@@ -2,40 +2,98 @@ internal import Logging
 public import ResilienceCore
 
 extension SIPUserAgent {
-    /// Sends an RFC 5626 §4.4.1 CRLF keep-alive on a stream flow and waits for the CRLF pong.
-    /// Datagram flows are kept by refreshes (no STUN here), so this is a no-op for UDP.
-    /// - Throws: a retryable ``PluginError`` when no pong arrives within `pongTimeout`; the flow
-    ///   is closed then, so the next action opens a new one and re-registers through it.
+    /// Proves the flow to the registrar alive, within `timers.pongTimeout`:
+    /// - TCP: an RFC 5626 §4.4.1 CRLF ping, answered by a CRLF pong;
+    /// - UDP: an out-of-dialog OPTIONS to the registrar without credentials; any response (401,
+    ///   404 and 405 included) proves the flow, which also refreshes NAT bindings on the way.
+    ///
+    /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
+    /// through a new one.
+    /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
+    ///   unreachable, connection closed): retrying the keep-alive cannot help, the `flow.lost`
+    ///   re-registration is the recovery.
     public func sendKeepAlive(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
-        guard flow.kind == .tcp else { return }
+        let answered: Bool
+        switch flow.kind {
+        case .tcp: answered = try await pingStream(flow)
+        case .udp: answered = try await pingDatagram(flow)
+        }
+        guard answered else {
+            let timeout = timers.pongTimeout
+            logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
+            // Not `close()`: abandoning reports the loss through the flow's close callback, once.
+            await flow.abandon()
+            throw PluginError.permanent("keep-alive: no answer within \(timeout); flow closed and reported lost")
+        }
+    }
+
+    /// CRLF ping; true when the CRLF pong came back in time.
+    private func pingStream(_ flow: SIPTransport) async throws -> Bool {
         pongGeneration += 1
         let id = pongGeneration
         let timeout = timers.pongTimeout
         // The pong may be handled while this actor waits for the send: count pongs so one that
         // arrives before the waiter is installed still counts.
         let pongsBefore = pongCount
-        try await flow.send(bytes: Array("\r\n\r\n".utf8))
-        let answered =
-            pongCount > pongsBefore
-            ? true
-            : await withCheckedContinuation { continuation in
-                pongWaiter?.continuation.resume(returning: false)
-                pongWaiter = (id, continuation)
-                Task { [weak self] in
-                    try? await Task.sleep(for: timeout)
-                    await self?.endPongWait(id: id, answered: false)
-                }
-            }
-        guard answered else {
-            logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
-            if transport === flow {
-                transport = nil
-                table.flowClosed(ObjectIdentifier(flow))
-            }
-            await flow.close()
-            throw PluginError("keep-alive: no pong within \(timeout); flow closed")
+        do {
+            try await flow.send(bytes: Array("\r\n\r\n".utf8))
+        } catch {
+            throw Self.flowGone(during: "CRLF keep-alive")
         }
+        if pongCount > pongsBefore { return true }
+        let answered = await withCheckedContinuation { continuation in
+            pongWaiter?.continuation.resume(returning: false)
+            pongWaiter = (id, continuation)
+            Task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                await self?.endPongWait(id: id, answered: false)
+            }
+        }
+        // A flow that closed while waiting was reported by its close callback already.
+        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF keep-alive") }
+        return answered
+    }
+
+    /// OPTIONS ping; true when any final response came back in time.
+    private func pingDatagram(_ flow: SIPTransport) async throws -> Bool {
+        let uri = "sip:\(formatHost(account.registrarHost)):\(account.registrarPort)"
+        var request = SIPMessage.request("OPTIONS", uri: uri)
+        request.headers.add("Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+        request.headers.add("Max-Forwards", "70")
+        request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(randomToken())")
+        request.headers.add("To", "<\(uri)>")
+        request.headers.add("Call-ID", randomToken())
+        request.headers.add("CSeq", "1 OPTIONS")
+        request.headers.add("User-Agent", "NetResilience")
+        let (options, table, timers) = (request, self.table, self.timers)
+        let attempt = Task { try await runNonInviteTransaction(options, over: flow, table: table, timers: timers) }
+        let limit = Task {
+            try await Task.sleep(for: timers.pongTimeout)
+            attempt.cancel()
+        }
+        defer { limit.cancel() }
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await attempt.value
+            } onCancel: {
+                attempt.cancel()
+            }
+            logger.debug("sip.keep-alive-answered", metadata: ["status": "\(response.status ?? 0)"])
+            return true
+        } catch  where Task.isCancelled {
+            throw CancellationError()
+        } catch {
+            // A cut-off transaction ends as a timeout or, its stream finished, as "flow closed";
+            // only a flow that is really gone (ECONNREFUSED, a close) is one, and its close
+            // callback reported the loss already.
+            if !flow.isActive { throw Self.flowGone(during: "OPTIONS keep-alive") }
+            return false
+        }
+    }
+
+    private static func flowGone(during what: String) -> PluginError {
+        PluginError.permanent("\(what): flow closed; reported lost")
     }
 
     func pongReceived() {

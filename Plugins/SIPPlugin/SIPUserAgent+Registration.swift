@@ -14,6 +14,8 @@ struct RegistrationState {
     var staleContacts: [String] = []
     /// The lifetime the registrar granted in the last 2xx.
     var granted: Int?
+    /// The registrar's `Flow-Timer` (RFC 5626 §5.4) from the last 2xx, in seconds.
+    var flowTimer: Int?
 
     init(expires: Int) { self.expires = expires }
 }
@@ -26,13 +28,30 @@ public struct RegistrationStatus: Hashable, Sendable {
     public var expires: Int?
     /// Contacts of earlier addresses not yet removed.
     public var staleContacts: [String]
+    /// How often the flow needs a keep-alive: the registrar's `Flow-Timer` from the last 2xx
+    /// (RFC 5626 §5.4) when it sent one, else the account's setting; nil when the account turned
+    /// keep-alives off or nothing is registered.
+    public var keepAliveInterval: Duration?
+
+    public init(
+        contact: String? = nil, expires: Int? = nil, staleContacts: [String] = [], keepAliveInterval: Duration? = nil
+    ) {
+        self.contact = contact
+        self.expires = expires
+        self.staleContacts = staleContacts
+        self.keepAliveInterval = keepAliveInterval
+    }
 }
 
 extension SIPUserAgent {
     public var registrationStatus: RegistrationStatus {
-        RegistrationStatus(
-            contact: registration.granted == nil ? nil : registration.contact, expires: registration.granted,
-            staleContacts: registration.staleContacts)
+        let registered = registration.granted != nil
+        let keepAlive = account.keepAliveInterval.map { setting in
+            registration.flowTimer.map { Duration.seconds($0) } ?? setting
+        }
+        return RegistrationStatus(
+            contact: registered ? registration.contact : nil, expires: registration.granted,
+            staleContacts: registration.staleContacts, keepAliveInterval: registered ? keepAlive : nil)
     }
 
     /// Whether push notification can wake this client (RFC 8599): false while no token is known,
@@ -64,6 +83,9 @@ extension SIPUserAgent {
             switch response.status ?? 0 {
             case 200..<300:
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
+                registration.flowTimer = response.headers["Flow-Timer"].flatMap { Int($0) }.flatMap {
+                    $0 > 0 ? $0 : nil
+                }
                 registration.staleContacts.removeAll()
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
@@ -103,6 +125,7 @@ extension SIPUserAgent {
         }
         registration.contact = nil
         registration.granted = nil
+        registration.flowTimer = nil
         registration.staleContacts.removeAll()
         logger.info("sip.unregistered")
     }

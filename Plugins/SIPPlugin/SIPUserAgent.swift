@@ -30,10 +30,19 @@ public actor SIPUserAgent {
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
     public nonisolated let events: AsyncStream<SIPEvent>
     nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
+    /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
+    nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
 
-    public init(account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger) {
+    /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
+    ///   unreachable, an unanswered keep-alive) with the services whose server-side state rode on
+    ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
+    public init(
+        account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
+        onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
+    ) {
         self.account = account
         self.timers = timers
+        self.onFlowLost = onFlowLost
         var logger = logger
         logger[metadataKey: "sip.account"] = "\(account.name)"
         self.logger = logger
@@ -63,10 +72,13 @@ public actor SIPUserAgent {
         // share one opening instead of racing to open two flows.
         if let opening, opening.local == local { return try await opening.task.value }
         if let stale = transport {
-            logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
             transport = nil
             table.flowClosed(ObjectIdentifier(stale))
-            await stale.close()
+            // A flow that died on its own is reported as lost by its close callback, not closed here.
+            if stale.isActive {
+                logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
+                await stale.close()
+            }
         }
         let task = Task { try await openFlow(local: local, remote: remote) }
         opening = (local, task)
@@ -81,7 +93,7 @@ public actor SIPUserAgent {
         do {
             return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, logger: logger,
-                onClose: { [weak self] in Task { await self?.flowClosed() } },
+                onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
                 inbound: { [weak self, table] message, reply in
                     if message.isRequest {
@@ -100,11 +112,33 @@ public actor SIPUserAgent {
         }
     }
 
-    func flowClosed() {
-        guard let current = transport, !current.isActive else { return }
-        if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
-        table.flowClosed(ObjectIdentifier(current))
-        transport = nil
+    /// A flow ended without this agent closing it: fails its transactions and reports the
+    /// registration plus the established subscriptions and publication, whose server-side state
+    /// may be gone with it.
+    func flowLost(_ lost: SIPTransport) {
+        table.flowClosed(ObjectIdentifier(lost))
+        if transport === lost {
+            transport = nil
+            if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
+        }
+        let services = servicesOnFlow
+        logger.warning(
+            "sip.flow-lost",
+            metadata: [
+                "address": "\(lost.localHost)", "services": "\(services.map(\.rawValue).joined(separator: ","))",
+            ])
+        onFlowLost(services)
+    }
+
+    /// The account's registration, then its established subscriptions and publication.
+    var servicesOnFlow: [ServiceID] {
+        let subscribed = subscriptions.filter { _, state in
+            guard state.inDialog else { return false }
+            if case .terminated = state.status.state { return false }
+            return true
+        }
+        return [account.registrationService] + subscribed.keys.sorted()
+            + (publication?.etag == nil ? [] : [account.presencePublishService])
     }
 
     /// Closes the flow when its local address is no longer on the path.

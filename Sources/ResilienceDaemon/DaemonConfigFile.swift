@@ -82,7 +82,7 @@ struct AccountReader {
 
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
-        "expires", "outbound", "push", "subscriptions", "publish-presence",
+        "expires", "outbound", "push", "subscriptions", "publish-presence", "keep-alive",
     ]
 
     func account(_ node: Node) throws(PolicyFileError) -> DaemonAccount {
@@ -132,10 +132,23 @@ struct AccountReader {
                 }
                 for item in items { account.subscriptions.append(try subscription(item)) }
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
+            case "keep-alive": account.keepAlive = try keepAlive(value)
             default: break  // name, registrar, user, domain: read above
             }
         }
         return DaemonAccount(account: account, push: push)
+    }
+
+    /// `off`, or an interval of 1 s to 1 h (a registrar's Flow-Timer still overrides it).
+    func keepAlive(_ node: Node) throws(PolicyFileError) -> KeepAliveSetting {
+        let expected = "off, or a duration from 1s to 1h like 25s or 2m"
+        if try reader.scalar(node, expected: expected) == "off" { return .off }
+        let interval = try reader.duration(node, what: "keep-alive")
+        guard interval >= .seconds(1), interval <= .seconds(3600) else {
+            throw reader.fail(
+                .invalidValue, at: node, "keep-alive must be between 1s and 1h, found \(interval)", expected: expected)
+        }
+        return .every(interval)
     }
 
     func integer(_ node: Node, in range: ClosedRange<Int>, what: String) throws(PolicyFileError) -> Int {

@@ -27,6 +27,7 @@ struct DaemonConfigFileTests {
               - { package: reg }
               - { package: presence-others, resource: "sip:bob@example.test" }
             publish-presence: true
+            keep-alive: 25s
         """
 
     @Test func aGoodFileBecomesTheModelWithPathsResolvedAgainstItsDirectory() throws {
@@ -43,6 +44,7 @@ struct DaemonConfigFileTests {
         #expect(account.password == "s3cret-alice" && account.expires == 300 && account.regID == 1)
         #expect(account.instanceID == "urn:uuid:00000000-0000-0000-0000-000000000001")
         #expect(account.publishesPresence)
+        #expect(account.keepAlive == .every(.seconds(25)) && account.keepAliveInterval == .seconds(25))
         #expect(account.push == nil)
         #expect(
             entry.push
@@ -77,6 +79,11 @@ struct DaemonConfigFileTests {
             "did you mean \"password-file\"?"
         ),
         ("bad port", account("password: x\n    port: 70000\n"), .invalidValue, 7, 11, "out of range"),
+        ("bad keep-alive", account("password: x\n    keep-alive: often\n"), .wrongType, 7, 17, "must be a duration"),
+        (
+            "keep-alive too short", account("password: x\n    keep-alive: 0\n"), .invalidValue, 7, 17,
+            "between 1s and 1h"
+        ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
         ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
     ]
@@ -98,6 +105,19 @@ struct DaemonConfigFileTests {
             if line > 0 { #expect((error.line, error.column) == (line, column), "\(what): \(error)") }
             #expect(error.description.contains(fragment), "\(what): \(error)")
         }
+    }
+
+    @Test func keepAliveDefaultsPerTransportAndCanBeTurnedOff() throws {
+        let udp = try DaemonConfigFile.parse(Self.account("password: x\n"), file: "c.yaml", directory: "/tmp")
+        #expect(udp.accounts.first?.account.keepAlive == .transportDefault)
+        #expect(udp.accounts.first?.account.keepAliveInterval == .seconds(30))
+        let tcp = try DaemonConfigFile.parse(
+            Self.account("password: x\n    transport: tcp\n"), file: "c.yaml", directory: "/tmp")
+        #expect(tcp.accounts.first?.account.keepAliveInterval == .seconds(120))
+        let off = try DaemonConfigFile.parse(
+            Self.account("password: x\n    keep-alive: off\n"), file: "c.yaml", directory: "/tmp")
+        #expect(off.accounts.first?.account.keepAlive == .off)
+        #expect(off.accounts.first?.account.keepAliveInterval == nil)
     }
 
     @Test func errorsNeverQuoteAPasswordAndTheFileNamesIt() throws {

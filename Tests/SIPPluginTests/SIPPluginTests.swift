@@ -25,6 +25,8 @@ struct SIPPluginTests {
         #expect(ids.allSatisfy { plugin.handles(ServiceID($0)) })
         #expect(!plugin.handles("bob.registration"))
         #expect(plugin.supportedActions.contains(.unregisterOldContact))
+        // One keep-alive per flow: on the registration only, the UDP default here.
+        #expect(plugin.services.map(\.keepAliveInterval) == [.seconds(30), nil, nil, nil])
     }
 
     @Test func unknownServicesAndMismatchedActionsArePermanentFailures() async {

@@ -164,10 +164,15 @@ extension SIPTestPeerTests {
 }
 
 extension SIPTestPeerTests {
-    @Test func missingPongClosesTheFlow() async throws {
+    @Test func missingPongClosesTheFlowReportsItAndIsNotRetried() async throws {
         let peer = try TCPTestPeer()
-        let agent = makeAgent(
-            port: peer.port, transport: .tcp, timers: SIPTimers(pongTimeout: .milliseconds(200)))
+        let losses = LossRecorder()
+        let account = SIPAccount(
+            name: "peer", registrarHost: "127.0.0.1", registrarPort: peer.port, transport: .tcp, user: "peer",
+            domain: "127.0.0.1", password: "secret", expires: 300)
+        let agent = SIPUserAgent(
+            account: account, timers: SIPTimers(pongTimeout: .milliseconds(200)), logger: testLogger("peer")
+        ) { losses.record($0) }
         let script = Task {
             await peer.run { peer -> Bool in
                 guard let connection = peer.accept(within: 5) else { return false }
@@ -179,13 +184,16 @@ extension SIPTestPeerTests {
             }
         }
         try await agent.register(path: loopbackPath())
+        // Retrying the ping cannot help; the reported loss makes the runtime re-register.
         await #expect {
             try await agent.sendKeepAlive(path: loopbackPath())
         } throws: { error in
-            (error as? PluginError)?.isRetryable == true
+            (error as? PluginError)?.isRetryable == false
         }
         #expect(await agent.boundAddress == nil)
         #expect(await script.value)
+        #expect(await eventually { !losses.all.isEmpty })
+        #expect(losses.all == [[account.registrationService]])
         await agent.close()
     }
 }

@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import Synchronization
 
 @testable import SIPPlugin
 
@@ -41,4 +42,27 @@ func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) asyn
         try? await Task.sleep(for: .milliseconds(20))
     }
     return try condition()
+}
+
+/// What an agent reported through `onFlowLost`, in order.
+final class LossRecorder: Sendable {
+    private let reports = Mutex<[[ServiceID]]>([])
+
+    var all: [[ServiceID]] { reports.withLock { $0 } }
+
+    func record(_ services: [ServiceID]) { reports.withLock { $0.append(services) } }
+}
+
+/// The first report of `plugin.flowLosses`, or nil after `seconds`.
+func firstLoss(of plugin: SIPPlugin, within seconds: Int = 5) async -> [ServiceID]? {
+    await withTaskGroup(of: [ServiceID]?.self) { group in
+        group.addTask { await plugin.flowLosses.first { _ in true } }
+        group.addTask {
+            try? await Task.sleep(for: .seconds(seconds))
+            return nil
+        }
+        let first = await group.next() ?? nil
+        group.cancelAll()
+        return first
+    }
 }

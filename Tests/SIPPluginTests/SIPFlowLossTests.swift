@@ -1,0 +1,183 @@
+import Foundation
+import Logging
+import ResilienceCore
+import Testing
+
+@testable import SIPPlugin
+
+/// Flow losses against scripted peers on loopback: which endings are reported, and which not.
+@Suite(.timeLimit(.minutes(1)))
+struct SIPFlowLossTests {
+    func makeAgent(
+        port: Int, transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),
+        keepAlive: KeepAliveSetting = .transportDefault, recorder: LossRecorder
+    ) -> (SIPUserAgent, SIPAccount) {
+        let account = SIPAccount(
+            name: "flow", registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: "flow",
+            domain: "127.0.0.1", password: "secret", expires: 300, keepAlive: keepAlive)
+        let agent = SIPUserAgent(account: account, timers: timers, logger: testLogger("flow")) {
+            recorder.record($0)
+        }
+        return (agent, account)
+    }
+
+    /// Answers one framed request on `connection` with 200 OK (plus `extra` headers).
+    static func answer(_ peer: TCPTestPeer, on connection: Int32) -> Bool {
+        guard let request = peer.receive(on: connection, within: 5) else { return false }
+        peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: connection)
+        return true
+    }
+
+    @Test func serverClosingTheTCPConnectionIsReportedOnceWithTheRegistration() async throws {
+        let peer = try TCPTestPeer()
+        let recorder = LossRecorder()
+        let (agent, account) = makeAgent(port: peer.port, transport: .tcp, recorder: recorder)
+        let script = Task {
+            await peer.run { peer -> Bool in
+                guard let connection = peer.accept(within: 5) else { return false }
+                defer { close(connection) }  // the server ends the flow
+                return Self.answer(peer, on: connection)
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value)
+        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await agent.boundAddress == nil)
+        await agent.close()  // nothing left to close: no second report
+        #expect(recorder.all == [[account.registrationService]])
+    }
+
+    @Test func flowsTheAgentClosesItselfAreNeverReported() async throws {
+        let peer = try TCPTestPeer()
+        let recorder = LossRecorder()
+        let (agent, account) = makeAgent(port: peer.port, transport: .tcp, recorder: recorder)
+        let script = Task {
+            await peer.run { peer -> Int in
+                var answered = 0
+                // 1: closed as stale; 2: replaced by a new address; 3: closed at shutdown;
+                // 4: closed by this peer, the one loss.
+                for _ in 0..<4 {
+                    guard let connection = peer.accept(within: 5) else { return answered }
+                    defer { close(connection) }
+                    guard Self.answer(peer, on: connection) else { return answered }
+                    answered += 1
+                    if answered < 4 {
+                        // Hold the connection until the agent closes it (recv returns 0).
+                        _ = peer.receive(on: connection, within: 5)
+                    }
+                }
+                return answered
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        await agent.closeStaleTransports(path: loopbackPath("127.0.0.2"))
+        #expect(await agent.boundAddress == nil)
+        try await agent.register(path: loopbackPath("127.0.0.2"))
+        try await agent.register(path: loopbackPath("127.0.0.3"))
+        #expect(await agent.boundAddress == "127.0.0.3")
+        await agent.close()
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value == 4)
+        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(recorder.all == [[account.registrationService]], "only the peer's close is a loss")
+        await agent.close()
+    }
+
+    @Test func udpRegisterToAPortNobodyListensOnFailsAsAClosedFlowAndIsReported() async throws {
+        let recorder = LossRecorder()
+        let (agent, account) = makeAgent(port: try freePort(), recorder: recorder)
+        await #expect {
+            try await agent.register(path: loopbackPath())
+        } throws: { error in
+            // The ICMP port unreachable ends the flow; a 64×T1 timeout would say "no response".
+            guard let error = error as? PluginError else { return false }
+            return error.isRetryable && error.message.contains("flow closed")
+        }
+        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(recorder.all == [[account.registrationService]])
+        await agent.close()
+    }
+
+    @Test func unansweredUDPKeepAliveClosesTheFlowReportsItAndIsNotRetried() async throws {
+        let peer = try UDPTestPeer()
+        let recorder = LossRecorder()
+        let (agent, account) = makeAgent(
+            port: peer.port, timers: SIPTimers(t1: .milliseconds(50), pongTimeout: .milliseconds(300)),
+            recorder: recorder)
+        let script = Task {
+            await peer.run { peer -> [String] in
+                var methods: [String] = []
+                while let (bytes, from) = peer.receive(within: 1.5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    methods.append(request.method ?? "?")
+                    if request.method == "REGISTER" {
+                        peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), to: from)
+                    }
+                }
+                return methods
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        await #expect {
+            try await agent.sendKeepAlive(path: loopbackPath())
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == false
+        }
+        #expect(await agent.boundAddress == nil)
+        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(recorder.all == [[account.registrationService]])
+        let methods = await script.value
+        #expect(methods.first == "REGISTER")
+        #expect(methods.dropFirst().allSatisfy { $0 == "OPTIONS" } && methods.count >= 2, "\(methods)")
+        await agent.close()
+    }
+
+    @Test func flowTimerOfThe2xxSetsTheKeepAliveIntervalElseTheAccountsSetting() async throws {
+        let peer = try UDPTestPeer()
+        let recorder = LossRecorder()
+        let (agent, _) = makeAgent(port: peer.port, recorder: recorder)
+        let script = Task {
+            await peer.run { peer -> Int in
+                var answered = 0
+                while answered < 2, let (bytes, from) = peer.receive(within: 5) {
+                    guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
+                    var response = request.makeResponse(status: 200, reason: "OK", toTag: "p")
+                    if answered == 0 { response.headers.add("Flow-Timer", "25") }
+                    peer.send(response.serialized(), to: from)
+                    answered += 1
+                }
+                return answered
+            }
+        }
+        #expect(await agent.registrationStatus.keepAliveInterval == nil, "not registered")
+        try await agent.register(path: loopbackPath())
+        #expect(await agent.registrationStatus.keepAliveInterval == .seconds(25))
+        try await agent.register(path: loopbackPath())
+        #expect(await agent.registrationStatus.keepAliveInterval == .seconds(30), "UDP default")
+        #expect(await script.value == 2)
+        await agent.close()
+        #expect(recorder.all.isEmpty)
+    }
+
+    @Test func keepAliveOffMeansNoInterval() async throws {
+        let peer = try UDPTestPeer()
+        let recorder = LossRecorder()
+        let (agent, _) = makeAgent(port: peer.port, keepAlive: .off, recorder: recorder)
+        let script = Task {
+            await peer.run { peer -> Bool in
+                guard let (bytes, from) = peer.receive(within: 5),
+                    let request = try? SIPParser.parse(datagram: bytes)
+                else { return false }
+                var response = request.makeResponse(status: 200, reason: "OK", toTag: "p")
+                response.headers.add("Flow-Timer", "25")
+                peer.send(response.serialized(), to: from)
+                return true
+            }
+        }
+        try await agent.register(path: loopbackPath())
+        #expect(await script.value)
+        #expect(await agent.registrationStatus.contact != nil)
+        #expect(await agent.registrationStatus.keepAliveInterval == nil)
+        await agent.close()
+    }
+}
