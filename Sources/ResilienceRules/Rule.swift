@@ -57,8 +57,8 @@ public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
     public static let concreteNames: [String] =
         ["network.lost", "network.restored"] + PathChange.allCases.map { "network.changed.\($0.rawValue)" }
         + AppEvent.allCases.map { "app.\($0.policyName)" }
-        + ["call.state-changed", "keep-alive.due", "push.token-changed", "started", "flow.lost", "flow.ping-due"]
-        + ["shutdown"]
+        + ["call.state-changed", "keep-alive.due", "push.token-changed"]
+        + ["started", "flow.lost", "flow.ping-due", "shutdown"]
 
     /// Concrete names plus the prefixes `network`, `network.changed`, `app`, `flow`.
     public static let allNames: [String] = concreteNames + ["network", "network.changed", "app", "flow"]

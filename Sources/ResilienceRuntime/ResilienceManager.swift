@@ -172,7 +172,7 @@ public actor ResilienceManager: Service {
     public func register(_ service: ClientService) async {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
-        if let interval = service.keepAliveInterval { await scheduler.setKeepAliveInterval(interval, for: service.id) }
+        await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
     }
 
     /// Stops tracking a service.
