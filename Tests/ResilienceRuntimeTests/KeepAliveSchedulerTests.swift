@@ -100,8 +100,8 @@ struct KeepAliveSchedulerTests {
         let scheduler = makeScheduler()
         let interval = Duration.seconds(120)
         var offsets: [Duration] = []
-        for seed in 0..<50 {
-            let id = ServiceID("flow\(seed)")
+        for i in 0..<50 {
+            let id = ServiceID("flow\(i)")
             await scheduler.setKeepAliveInterval(interval, for: id)
             let at = try #require(await scheduler.nextPing(of: id))
             offsets.append(at - clock.now)
