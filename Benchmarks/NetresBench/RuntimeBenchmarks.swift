@@ -93,7 +93,7 @@ func runRuntimeBenchmarks() async {
 private func keepAliveWakeUps(background: Bool) async {
     let clock = ManualClock()
     let (stream, continuation) = AsyncStream<[ServiceID]>.makeStream()
-    let scheduler = KeepAliveScheduler(clock: clock, onDue: { continuation.yield($0) })
+    let scheduler = KeepAliveScheduler(clock: clock, onDue: { refresh, _ in continuation.yield(refresh) })
     await scheduler.setAppState(background ? .background : .foreground)
     let lifetime = Duration.seconds(3600)
     for i in 0..<100 {

@@ -12,9 +12,6 @@ public import UnixSignals
 ///
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
-/// - Start-up is reported to the policy as `app.resumed` once the first path is satisfied, so
-///   stale (never registered) registrations and subscriptions are brought up by the executor,
-///   with observable outcomes; an unsatisfied start waits for `network.restored`.
 /// - A registration's or subscription's granted expiry is reported back to the manager after each
 ///   success, which arms the coalesced keep-alive refresh.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
@@ -129,23 +126,16 @@ public final class Daemon: Sendable {
     }
 }
 
-/// Logs every manager event and feeds start-up and expiries back to the manager; finishes when
-/// the manager's event stream does (after its teardown).
+/// Logs every manager event and feeds expiries back to the manager; finishes when the manager's
+/// event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
 
     func run() async throws {
         var renderer = DaemonLogLine(json: daemon.config.logFormat == .json)
-        var started = false
         for await event in daemon.events {
             await daemon.output(renderer.render(event))
             switch event {
-            case .transition(let transition) where !started:
-                started = true
-                // An unsatisfied start is brought up by `network.restored` instead.
-                if transition.kind == .initial, transition.path.isSatisfied, daemon.config.appState != .suspended {
-                    await daemon.manager.handle(.resumed)
-                }
             case .action(let action):
                 await daemon.book.record(action)
                 if action.outcome == .succeeded { await reportExpiry(of: action) }

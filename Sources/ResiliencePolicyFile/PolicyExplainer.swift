@@ -57,7 +57,8 @@ public enum PolicyExplainer {
     }
 
     /// The trigger a policy name stands for; nil for an unknown name. Prefixes pick a
-    /// representative (`network.changed` is an address change).
+    /// representative (`network.changed` is an address change). Triggers that list services
+    /// (`keep-alive.due`, `flow.lost`, `flow.ping-due`) list every registration and subscription.
     public static func trigger(named name: String, services: [ClientService]) -> Trigger? {
         if name.hasPrefix("network.changed") {
             let change = name == "network.changed" ? "address" : String(name.dropFirst("network.changed.".count))
@@ -67,13 +68,15 @@ public enum PolicyExplainer {
             return AppEvent.allCases.first { "app.\($0.policyName)" == name }.map { .app($0) }
         }
         let firstCall = services.first { if case .call = $0.kind { true } else { false } }
+        let sessions = services.filter { $0.kind == .registration || $0.kind.family == "subscription" }.map(\.id)
         switch name {
         case "network.lost": return .network(.lost(.noCarrier))
         case "network.restored": return .network(.restored)
         case "call.state-changed": return firstCall.map { .callStateChanged($0.id) } ?? .callStateChanged("call")
-        case "keep-alive.due":
-            return .keepAliveDue(
-                services.filter { $0.kind == .registration || $0.kind.family == "subscription" }.map(\.id))
+        case "keep-alive.due": return .keepAliveDue(sessions)
+        case "flow.lost": return .flowLost(sessions)
+        case "flow.ping-due": return .flowPingDue(sessions)
+        case "started": return .started
         case "push.token-changed": return .pushTokenChanged
         case "shutdown": return .shutdown
         default: return nil

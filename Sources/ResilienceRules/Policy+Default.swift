@@ -36,6 +36,12 @@ extension Policy {
         let awake: Set<AppState> = [.foreground, .background]
         let established: [ServiceSelector] = [.call(.active), .call(.held), .call(.remotelyHeld)]
         return [
+            Rule("start-register", on: [.named("started")], when: awake, for: [.registration], do: [.register]),
+            Rule("start-subscribe", on: [.named("started")], when: awake, for: [.subscription], do: [.subscribe]),
+            Rule(
+                "start-publish", on: [.named("started")], when: [.foreground], for: [.presencePublish],
+                do: [.publishPresence]),
+            Rule("start-open-http", on: [.named("started")], when: [.foreground], for: [.http], do: [.openHTTP]),
             Rule(
                 "restore-close-stale-transports", on: newAddress, when: awake, for: [.registration],
                 do: [.closeStaleTransports]),
@@ -89,6 +95,15 @@ extension Policy {
             Rule(
                 "keep-alive-refresh-subscription", on: [.named("keep-alive.due")], when: awake, for: [.subscription],
                 if: [.due], do: [.refreshSubscription]),
+            Rule(
+                "flow-lost-register", on: [.named("flow.lost")], when: awake, for: [.registration], if: [.affected],
+                do: [.register]),
+            Rule(
+                "flow-lost-subscribe", on: [.named("flow.lost")], when: awake, for: [.subscription], if: [.affected],
+                do: [.subscribe]),
+            Rule(
+                "flow-ping", on: [.named("flow.ping-due")], when: awake, for: [.registration], if: [.affected],
+                do: [.keepAlive]),
             Rule(
                 "push-token-register", on: [.named("push.token-changed")], when: awake, for: [.registration],
                 do: [.register]),

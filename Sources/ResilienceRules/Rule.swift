@@ -36,7 +36,8 @@ public struct ServiceLevelRow: Hashable, Sendable {
 }
 
 /// A trigger name or prefix in a policy file: `network.changed` matches every
-/// `network.changed.*`; `network` matches every network trigger.
+/// `network.changed.*`; `network` matches every network trigger; `flow` matches `flow.lost` and
+/// `flow.ping-due`.
 public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
     public var name: String
 
@@ -56,10 +57,11 @@ public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
     public static let concreteNames: [String] =
         ["network.lost", "network.restored"] + PathChange.allCases.map { "network.changed.\($0.rawValue)" }
         + AppEvent.allCases.map { "app.\($0.policyName)" }
-        + ["call.state-changed", "keep-alive.due", "push.token-changed", "shutdown"]
+        + ["call.state-changed", "keep-alive.due", "push.token-changed"]
+        + ["started", "flow.lost", "flow.ping-due", "shutdown"]
 
-    /// Concrete names plus the prefixes `network`, `network.changed`, `app`.
-    public static let allNames: [String] = concreteNames + ["network", "network.changed", "app"]
+    /// Concrete names plus the prefixes `network`, `network.changed`, `app`, `flow`.
+    public static let allNames: [String] = concreteNames + ["network", "network.changed", "app", "flow"]
 }
 
 /// Extra conditions a rule can require of a service (`if:` in a policy file).
@@ -69,6 +71,8 @@ public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
     case stale
     /// The keep-alive wake-up listed it.
     case due
+    /// The trigger lists it: `keep-alive.due`, `flow.lost` or `flow.ping-due` names this service.
+    case affected
     /// A call an `app.interrupted` put on hold, once that interruption has ended.
     case heldByInterruption = "held-by-interruption"
     /// Its level went from above `none` to `none` with this trigger's app-state change.

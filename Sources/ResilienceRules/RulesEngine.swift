@@ -111,6 +111,11 @@ public struct RulesEngine: Sendable, Hashable {
         case .due:
             if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
             return false
+        case .affected:
+            switch trigger {
+            case .keepAliveDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
+            default: return false
+            }
         case .heldByInterruption:
             return !interruptionActive && callsHeldByInterruption.contains(service.id)
         case .turnedOff:

@@ -1,15 +1,21 @@
 public import ResilienceCore
 
-/// One coalesced timer for every service's refresh deadline.
+/// One coalesced timer for every service's refresh deadline and flow keep-alive (ping) deadline.
 ///
-/// A service with an expiry is due at `expires − refreshMargin`. Invariants:
-/// - At most one timer is armed, for the earliest due instant; with nothing to refresh none is
-///   armed, so an idle process has zero wake-ups.
+/// A service with an expiry is due for refresh at `expires − refreshMargin`. A service with a
+/// keep-alive interval is due for a ping at a random 80–100 % of the interval after it was armed
+/// (RFC 5626 §4.4.1), drawn from the seeded generator. Invariants:
+/// - At most one timer is armed, for the earliest refresh or ping instant; with nothing to refresh
+///   or ping none is armed, so an idle process has zero wake-ups.
 /// - Away from the foreground, wake-ups are at least `minimumBackgroundInterval` apart, and each
-///   one takes every service due before the next allowed wake-up (an iOS-style keep-alive
+///   one takes every refresh and ping due before the next allowed wake-up (an iOS-style keep-alive
 ///   handler). In the foreground a wake-up takes everything due within `coalescingWindow`.
-/// - Each wake-up reports its services once, sorted, through `onDue`, and forgets their
-///   deadlines: the owner re-arms a service by reporting its new expiry after the refresh.
+/// - Each wake-up reports its refreshes and its pings once, each sorted, through `onDue` (never
+///   both empty). It forgets the refresh deadlines (the owner re-arms a service by reporting its
+///   new expiry after the refresh) and re-arms each pinged service's next ping from the wake-up.
+/// - A service refreshed in a wake-up is not pinged in it (the refresh is traffic on its flow);
+///   its next ping is re-armed from the wake-up like a ping's.
+/// - A nil interval or ``remove(_:)`` clears a service's ping.
 public actor KeepAliveScheduler {
     public struct Configuration: Sendable, Hashable {
         /// Refresh this long before expiry.
@@ -18,21 +24,27 @@ public actor KeepAliveScheduler {
         public var minimumBackgroundInterval: Duration
         /// In the foreground, services due this soon after the earliest are refreshed with it.
         public var coalescingWindow: Duration
+        /// Seed for the ping jitter (reproducible tests); nil for the system generator.
+        public var randomSeed: UInt64?
 
         public init(
             refreshMargin: Duration = .seconds(30), minimumBackgroundInterval: Duration = .seconds(600),
-            coalescingWindow: Duration = .seconds(10)
+            coalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil
         ) {
             self.refreshMargin = refreshMargin
             self.minimumBackgroundInterval = minimumBackgroundInterval
             self.coalescingWindow = coalescingWindow
+            self.randomSeed = randomSeed
         }
     }
 
     private let clock: any RuntimeClock
     private let configuration: Configuration
-    private let onDue: @Sendable ([ServiceID]) -> Void
+    private let onDue: @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
     private var dueAt: [ServiceID: ContinuousClock.Instant] = [:]
+    private var intervals: [ServiceID: Duration] = [:]
+    private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
+    private var random: SplitMix64
     private var inForeground = true
     private var lastWakeUp: ContinuousClock.Instant?
     private var armed: (at: ContinuousClock.Instant, task: Task<Void, Never>)?
@@ -41,14 +53,17 @@ public actor KeepAliveScheduler {
     /// Timer fires so far (each one a process wake-up).
     public private(set) var wakeUps = 0
 
-    /// - Parameter onDue: called on the scheduler with each batch of due services.
+    /// - Parameter onDue: called on the scheduler with each wake-up's services due for refresh
+    ///   and for a ping.
     public init(
         clock: any RuntimeClock = ContinuousClock(), configuration: Configuration = Configuration(),
-        onDue: @escaping @Sendable ([ServiceID]) -> Void
+        onDue: @escaping @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
     ) {
         self.clock = clock
         self.configuration = configuration
         self.onDue = onDue
+        var seeder = SystemRandomNumberGenerator()
+        self.random = SplitMix64(seed: configuration.randomSeed ?? seeder.next())
     }
 
     /// The instant the armed timer fires, if one is armed.
@@ -60,9 +75,22 @@ public actor KeepAliveScheduler {
         rearm()
     }
 
+    /// Sets (or with nil clears) how often a service's flow needs a ping; arms its next ping at a
+    /// random 80–100 % of the interval from now.
+    public func setKeepAliveInterval(_ interval: Duration?, for service: ServiceID) {
+        intervals[service] = interval
+        pingAt[service] = interval.map { clock.now + jittered($0) }
+        rearm()
+    }
+
+    /// When a service's next ping is due, if it has a keep-alive interval.
+    public func nextPing(of service: ServiceID) -> ContinuousClock.Instant? { pingAt[service] }
+
     /// Forgets a service.
     public func remove(_ service: ServiceID) {
-        guard dueAt.removeValue(forKey: service) != nil else { return }
+        intervals.removeValue(forKey: service)
+        let hadPing = pingAt.removeValue(forKey: service) != nil
+        guard dueAt.removeValue(forKey: service) != nil || hadPing else { return }
         rearm()
     }
 
@@ -80,7 +108,8 @@ public actor KeepAliveScheduler {
     }
 
     private func nextInstant() -> ContinuousClock.Instant? {
-        guard !stopped, var next = dueAt.values.min() else { return nil }
+        let earliest = [dueAt.values.min(), pingAt.values.min()].compactMap { $0 }.min()
+        guard !stopped, var next = earliest else { return nil }
         if !inForeground, let last = lastWakeUp {
             next = max(next, last + configuration.minimumBackgroundInterval)
         }
@@ -110,9 +139,17 @@ public actor KeepAliveScheduler {
         lastWakeUp = now
         let window = inForeground ? configuration.coalescingWindow : configuration.minimumBackgroundInterval
         let horizon = now + window
-        let due = dueAt.filter { $0.value <= horizon }.keys.sorted()
-        for id in due { dueAt.removeValue(forKey: id) }
+        let refresh = dueAt.filter { $0.value <= horizon }.keys.sorted()
+        for id in refresh { dueAt.removeValue(forKey: id) }
+        let pinged = pingAt.filter { $0.value <= horizon }.keys
+        for id in pinged { pingAt[id] = intervals[id].map { now + jittered($0) } }
+        let ping = pinged.filter { !refresh.contains($0) }.sorted()
         rearm()
-        if !due.isEmpty { onDue(due) }
+        if !refresh.isEmpty || !ping.isEmpty { onDue(refresh, ping) }
+    }
+
+    /// A random 80–100 % of `interval` (RFC 5626 §4.4.1).
+    private func jittered(_ interval: Duration) -> Duration {
+        interval * Double.random(in: 0.8...1, using: &random)
     }
 }

@@ -16,6 +16,9 @@ extension ResilienceManager {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followTransitions() }
                 group.addTask { await self.followKeepAlives() }
+                for plugin in self.plugins {
+                    group.addTask { await self.followFlowLosses(of: plugin) }
+                }
                 group.addTask { await self.processTriggers() }
                 if (try? await gracefulShutdown()) != nil { await self.tearDown() }
                 group.cancelAll()
@@ -26,6 +29,8 @@ extension ResilienceManager {
         isShuttingDown = true
         await executor.cancelAll()
         await scheduler.stop()
+        flowLossTimer?.task.cancel()
+        flowLossTimer = nil
         await pluginGroup?.triggerGracefulShutdown()
         _ = await pluginTask?.result
         broadcast.finish()
@@ -45,12 +50,53 @@ extension ResilienceManager {
                     rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
                 }
                 await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
+                if !hasStarted {
+                    hasStarted = true
+                    enqueue(.started)
+                }
             }
         }
     }
 
     private func followKeepAlives() async {
-        for await due in keepAliveDue.stream { enqueue(.keepAliveDue(due)) }
+        for await trigger in keepAliveDue.stream { enqueue(trigger) }
+    }
+
+    private func followFlowLosses(of plugin: any ResiliencePlugin) async {
+        for await lost in plugin.flowLosses { flowLost(lost) }
+    }
+
+    /// Passes a loss report through the throttle: what it releases now is decided now, the rest
+    /// when the armed timer releases it.
+    func flowLost(_ lost: [ServiceID]) {
+        let now = clock.now
+        let immediate = flowLosses.report(lost, at: now)
+        logger.debug("flow lost", metadata: ["services": "\(lost)", "now": "\(immediate)"])
+        if !immediate.isEmpty { enqueue(.flowLost(immediate)) }
+        rearmFlowLossTimer()
+    }
+
+    private func rearmFlowLossTimer() {
+        let next = isShuttingDown ? nil : flowLosses.nextRelease
+        guard next != flowLossTimer?.at else { return }
+        flowLossTimer?.task.cancel()
+        guard let next else {
+            flowLossTimer = nil
+            return
+        }
+        let task = Task { [clock] in
+            guard (try? await clock.sleep(until: next, tolerance: nil)) != nil else { return }
+            self.releaseFlowLosses(scheduledAt: next)
+        }
+        flowLossTimer = (next, task)
+    }
+
+    private func releaseFlowLosses(scheduledAt instant: ContinuousClock.Instant) {
+        guard flowLossTimer?.at == instant else { return }
+        flowLossTimer = nil
+        let due = flowLosses.releaseDue(at: clock.now)
+        if !due.isEmpty { enqueue(.flowLost(due)) }
+        rearmFlowLossTimer()
     }
 
     private func processTriggers() async {

@@ -13,8 +13,14 @@ public import ServiceLifecycle
 /// ```
 ///
 /// Invariants:
-/// - Triggers (path transitions, app events, call-state changes, keep-alive wake-ups) are decided
-///   one at a time in arrival order, and their actions reach the ``ActionExecutor`` in that order.
+/// - Triggers (path transitions, app events, call-state changes, keep-alive wake-ups, flow
+///   losses) are decided one at a time in arrival order, and their actions reach the
+///   ``ActionExecutor`` in that order.
+/// - `started` is decided exactly once, right after the initial path has been handed to the
+///   executor, satisfied or not (the rules plan nothing that needs the network while it is down;
+///   `network.restored` brings the services up later).
+/// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
+///   run on the manager's clock; each plugin's `flowLosses` stream is read once, by ``run()``.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
@@ -32,7 +38,8 @@ public actor ResilienceManager: Service {
         public var shutdownTimeout: Duration
         /// In the foreground, keep-alives due this close together share a wake-up.
         public var keepAliveCoalescingWindow: Duration
-        /// Seed for backoff jitter (reproducible tests); nil for the system generator.
+        /// Seed for backoff, flow-loss and keep-alive jitter (reproducible tests); nil for the
+        /// system generator.
         public var randomSeed: UInt64?
         /// Where metrics go; nil for the bootstrapped `MetricsSystem`.
         public var metricsFactory: (any MetricsFactory)?
@@ -66,7 +73,7 @@ public actor ResilienceManager: Service {
     let customDecide: Decide?
     let executor: ActionExecutor
     let scheduler: KeepAliveScheduler
-    let keepAliveDue: (stream: AsyncStream<[ServiceID]>, continuation: AsyncStream<[ServiceID]>.Continuation)
+    let keepAliveDue: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
     let wake: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
@@ -77,6 +84,9 @@ public actor ResilienceManager: Service {
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
     var isShuttingDown = false
+    var hasStarted = false
+    var flowLosses: FlowLossThrottle
+    var flowLossTimer: (at: ContinuousClock.Instant, task: Task<Void, Never>)?
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
@@ -110,14 +120,20 @@ public actor ResilienceManager: Service {
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
                 randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
             logger: logger, onEvent: { broadcast.yield(.action($0)) })
-        let keepAliveDue = AsyncStream<[ServiceID]>.makeStream()
+        let keepAliveDue = AsyncStream<Trigger>.makeStream()
         self.keepAliveDue = keepAliveDue
         self.scheduler = KeepAliveScheduler(
             clock: clock,
             configuration: KeepAliveScheduler.Configuration(
                 refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.keepAliveMinimumInterval,
-                coalescingWindow: configuration.keepAliveCoalescingWindow),
-            onDue: { keepAliveDue.continuation.yield($0) })
+                coalescingWindow: configuration.keepAliveCoalescingWindow, randomSeed: configuration.randomSeed),
+            onDue: { refresh, ping in
+                if !refresh.isEmpty { keepAliveDue.continuation.yield(.keepAliveDue(refresh)) }
+                if !ping.isEmpty { keepAliveDue.continuation.yield(.flowPingDue(ping)) }
+            })
+        var seeder = SystemRandomNumberGenerator()
+        self.flowLosses = FlowLossThrottle(
+            backoff: policy.backoff, randomSeed: configuration.randomSeed ?? seeder.next())
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -152,10 +168,11 @@ public actor ResilienceManager: Service {
     /// The interruption is over: the calls it held resume.
     public func endInterruption() async { await handle(.interruptionEnded) }
 
-    /// Starts tracking a service; its expiry arms the keep-alive scheduler.
+    /// Starts tracking a service; its expiry and keep-alive interval arm the keep-alive scheduler.
     public func register(_ service: ClientService) async {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
+        await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
     }
 
     /// Stops tracking a service.
@@ -164,11 +181,14 @@ public actor ResilienceManager: Service {
         await scheduler.remove(id)
     }
 
-    /// Replaces a service's state: a new expiry re-arms its keep-alive, a new call state is a
-    /// `callStateChanged` trigger.
+    /// Replaces a service's state: a new expiry re-arms its refresh, a new keep-alive interval its
+    /// ping, a new call state is a `callStateChanged` trigger.
     public func update(_ service: ClientService) async {
         let old = services.updateValue(service, forKey: service.id)
         if old?.expires != service.expires { await scheduler.setExpiry(service.expires, for: service.id) }
+        if old?.keepAliveInterval != service.keepAliveInterval {
+            await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
+        }
         if case .call = service.kind, let old, old.kind != service.kind {
             enqueue(.callStateChanged(service.id))
         }

@@ -10,6 +10,8 @@ import Synchronization
 ///   attempt ended from the plugin's side (it may have "succeeded" after the executor cancelled it:
 ///   the executor's events are what a test asserts on for outcomes).
 /// - It never reads a clock: delays are expressed as gates the test opens with ``release(_:)``.
+/// - ``reportFlowLoss(_:)`` reports through ``flowLosses`` as a plugin whose server dropped a
+///   flow would; reports are buffered until the manager reads them.
 public final class RecordingPlugin: ResiliencePlugin {
     /// How one attempt behaves.
     public enum Behavior: Sendable, Hashable {
@@ -54,8 +56,11 @@ public final class RecordingPlugin: ResiliencePlugin {
     private let state = Mutex(State())
     private let services: Set<ServiceID>?
 
+    private let losses = AsyncStream<[ServiceID]>.makeStream()
+
     public let id: String
     public let supportedActions: Set<ActionKind>
+    public var flowLosses: AsyncStream<[ServiceID]> { losses.stream }
 
     /// - Parameters:
     ///   - services: the services it handles; nil for all.
@@ -73,6 +78,10 @@ public final class RecordingPlugin: ResiliencePlugin {
     public func program(_ behaviors: [Behavior], for service: ServiceID) {
         state.withLock { $0.programs[service] = behaviors }
     }
+
+    /// Reports that the flow under `services` failed between actions (a `flow.lost` trigger,
+    /// throttled by the manager).
+    public func reportFlowLoss(_ services: [ServiceID]) { losses.continuation.yield(services) }
 
     /// Every attempt so far, in start order.
     public var starts: [Attempt] { state.withLock { $0.starts } }

@@ -40,6 +40,14 @@ struct DefaultPolicyTableTests {
         "reg:refresh-registration others:subscribe<reg self:refresh-subscription<reg "
         + "regev:refresh-subscription<reg dialog:refresh-subscription<reg mwi:refresh-subscription<reg "
         + "ccs:refresh-subscription<reg feat:refresh-subscription<reg http:open-http"
+    // Started: bring everything up that the state runs (the engine orders registration first).
+    static let startedForeground =
+        "reg:register self:subscribe<reg others:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
+        + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg pub:publish-presence<reg http:open-http"
+    // Background: no others' presence (level none), no publish, no HTTP.
+    static let startedBackground =
+        "reg:register self:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
+        + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg"
     static let shutdownForeground =
         "http:drain-http self:unsubscribe others:unsubscribe regev:unsubscribe dialog:unsubscribe mwi:unsubscribe "
         + "ccs:unsubscribe feat:unsubscribe reg:unregister<ccs,dialog,feat,mwi,others,regev,self"
@@ -63,6 +71,10 @@ struct DefaultPolicyTableTests {
         ("call.state-changed", "pub:publish-presence", "pub:publish-presence", ""),
         ("keep-alive.due", refreshAllForeground, refreshAllBackground, ""),
         ("push.token-changed", "reg:register", "reg:register", ""),
+        ("started", startedForeground, startedBackground, ""),
+        // The fixture's flow.lost lists reg and mwi; flow.ping-due lists reg.
+        ("flow.lost", "reg:register mwi:subscribe<reg", "reg:register mwi:subscribe<reg", ""),
+        ("flow.ping-due", "reg:keep-alive", "reg:keep-alive", ""),
         ("shutdown", shutdownForeground, shutdownBackground, ""),
     ]
 

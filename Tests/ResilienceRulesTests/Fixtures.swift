@@ -40,6 +40,9 @@ enum Fixtures {
         "keep-alive.due": .keepAliveDue(
             services.filter { $0.kind.family != "call" && $0.kind != .http && $0.kind != .presencePublish }.map(\.id)),
         "push.token-changed": .pushTokenChanged,
+        "started": .started,
+        "flow.lost": .flowLost(["reg", "mwi"]),
+        "flow.ping-due": .flowPingDue(["reg"]),
         "shutdown": .shutdown,
     ]
 

@@ -30,6 +30,17 @@ struct PolicyExplainerTests {
         #expect(resumed == ["call.outgoing.active"])
     }
 
+    @Test func flowLostIsExplainedForEveryRegistrationAndSubscription() throws {
+        let services = PolicyExplainer.representativeServices(expiringAt: Fixtures.t0)
+        let trigger = try #require(PolicyExplainer.trigger(named: "flow.lost", services: services))
+        let explanation = PolicyExplainer.explain(
+            policy: .default, state: .foreground, trigger: trigger, services: services, at: Fixtures.t0)
+        let acted = explanation.services.filter { !$0.actions.isEmpty }
+        #expect(acted.first?.actions.map(\.action) == ["register"])
+        #expect(acted.dropFirst().allSatisfy { $0.actions.map(\.action) == ["subscribe"] })
+        #expect(acted.count == 1 + EventPackage.allCases.count)
+    }
+
     @Test func unknownTriggerNamesResolveToNothing() {
         #expect(PolicyExplainer.trigger(named: "network.gone", services: []) == nil)
         #expect(PolicyExplainer.trigger(named: "app.sleeping", services: []) == nil)

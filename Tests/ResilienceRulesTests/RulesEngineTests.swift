@@ -83,6 +83,28 @@ struct RulesEngineTests {
         #expect(Fixtures.render(batch) == "reg:refresh-registration mwi:refresh-subscription<reg")
     }
 
+    @Test func startedWithTheNetworkDownPlansNothingThatNeedsIt() {
+        var engine = RulesEngine(networkAvailable: false)
+        #expect(engine.decide(.started, services: Fixtures.services, at: t0).isEmpty)
+        let restored = engine.decide(.network(.restored), services: Fixtures.services, at: t0)
+        #expect(restored.contains { $0.service == "reg" && $0.kind == .register })
+    }
+
+    @Test func flowLostActsOnlyOnTheListedServices() {
+        var engine = RulesEngine(appState: .background)
+        // Others' presence is listed but stopped in background (level none).
+        let batch = engine.decide(.flowLost(["dialog", "others"]), services: Fixtures.services, at: t0)
+        #expect(Fixtures.render(batch) == "dialog:subscribe")
+        #expect(engine.decide(.flowLost([]), services: Fixtures.services, at: t0).isEmpty)
+        #expect(engine.decide(.flowPingDue(["mwi"]), services: Fixtures.services, at: t0).isEmpty)
+    }
+
+    @Test func dueDoesNotHoldForFlowTriggers() {
+        let rule = Rule("r", on: [.named("flow")], for: [.registration], if: [.due], do: [.register])
+        var engine = RulesEngine(policy: Policy(levels: [], rules: [rule]))
+        #expect(engine.decide(.flowLost(["reg"]), services: Fixtures.services, at: t0).isEmpty)
+    }
+
     @Test func registrationOrdersOnlyItsOwnAccount() {
         let services = [
             ClientService(id: "a.sub", kind: .subscription(.dialog), account: "a"),

@@ -49,4 +49,25 @@ struct DefaultPolicyIntegrationTests {
             #expect(unregister == teardownStarts.count - 1)
         }
     }
+
+    /// Started on a lost path: nothing that needs the network runs until it is restored.
+    @Test func startedOnALostPathRegistersOnRestore() async throws {
+        let clock = ManualClock()
+        let source = ScriptedNetworkSource(path: NetworkPath(status: .unsatisfied(.noCarrier)), clock: clock)
+        let sip = RecordingPlugin(id: "sip")
+        let manager = ResilienceManager(
+            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 3), logger: quiet)
+        await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
+        let events = Recorder.recording(manager.events())
+        let group = ServiceGroup(services: [manager], logger: quiet)
+        let run = Task { try await group.run() }
+        let started = await events.wait { $0.contains { $0.decision?.trigger == .started } }.compactMap(\.decision)
+        #expect(started.first?.actions == [])
+        await source.restore()
+        await events.wait { $0.contains { $0.action?.isSucceeded == true } }
+        #expect(sip.starts.map(\.action.kind) == [.register])
+        #expect(sip.starts.first?.action.trigger == .network(.restored))
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
 }

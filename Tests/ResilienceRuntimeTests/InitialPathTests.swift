@@ -8,7 +8,7 @@ import Testing
 /// Records the path every action was handed.
 final class PathRecordingPlugin: ResiliencePlugin {
     let id = "path-recorder"
-    let supportedActions: Set<ActionKind> = [.refreshRegistration]
+    let supportedActions: Set<ActionKind> = [.register]
     let paths = Mutex<[NetworkPath]>([])
 
     func handles(_ service: ServiceID) -> Bool { true }
@@ -21,7 +21,7 @@ final class PathRecordingPlugin: ResiliencePlugin {
 @Suite(.timeLimit(.minutes(1)))
 struct InitialPathTests {
     /// A plugin binds to the path's addresses: an action decided before the first network change
-    /// (the start-up `resumed` refresh) must see the satisfied initial path, not an empty one.
+    /// (the `started` register) must see the satisfied initial path, not an empty one.
     @Test func anActionBeforeAnyChangeSeesTheInitialPath() async throws {
         let clock = ManualClock()
         let source = ScriptedNetworkSource(clock: clock)
@@ -32,8 +32,6 @@ struct InitialPathTests {
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { if case .transition = $0 { true } else { false } } }
-        await manager.handle(.resumed)
         await events.wait { $0.contains { $0.action?.isSucceeded == true } }
         let seen = plugin.paths.withLock { $0 }
         #expect(seen.first?.isSatisfied == true)

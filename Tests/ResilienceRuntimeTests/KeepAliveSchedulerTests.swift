@@ -7,10 +7,23 @@ import Testing
 struct KeepAliveSchedulerTests {
     let clock = ManualClock()
     let batches = AsyncStream<[ServiceID]>.makeStream()
+    let wakeUps = AsyncStream<WakeUp>.makeStream()
 
-    func makeScheduler() -> KeepAliveScheduler {
-        let continuation = batches.continuation
-        return KeepAliveScheduler(clock: clock, onDue: { continuation.yield($0) })
+    struct WakeUp: Hashable {
+        var refresh: [ServiceID]
+        var ping: [ServiceID]
+    }
+
+    /// Reports refresh batches on `batches` and every wake-up on `wakeUps`.
+    func makeScheduler(seed: UInt64 = 11) -> KeepAliveScheduler {
+        let batches = self.batches.continuation
+        let wakeUps = self.wakeUps.continuation
+        return KeepAliveScheduler(
+            clock: clock, configuration: .init(randomSeed: seed),
+            onDue: { refresh, ping in
+                if !refresh.isEmpty { batches.yield(refresh) }
+                wakeUps.yield(WakeUp(refresh: refresh, ping: ping))
+            })
     }
 
     /// Drives the scheduler for `span`: every wake-up refreshes its batch for `lifetime` more.
@@ -81,5 +94,90 @@ struct KeepAliveSchedulerTests {
         #expect(await scheduler.nextWakeUp == nil)
         clock.advance(by: .seconds(24 * 3600))
         #expect(await scheduler.wakeUps == 0)
+    }
+
+    @Test func pingsAreArmedAtEightyToHundredPercentOfTheInterval() async throws {
+        let scheduler = makeScheduler()
+        let interval = Duration.seconds(120)
+        var offsets: [Duration] = []
+        for i in 0..<50 {
+            let id = ServiceID("flow\(i)")
+            await scheduler.setKeepAliveInterval(interval, for: id)
+            let at = try #require(await scheduler.nextPing(of: id))
+            offsets.append(at - clock.now)
+        }
+        #expect(offsets.allSatisfy { $0 >= .seconds(96) && $0 <= .seconds(120) })
+        // Jittered, not a constant: the 50 draws are not all the same.
+        #expect(Set(offsets).count > 1)
+        await scheduler.setKeepAliveInterval(nil, for: "flow0")
+        #expect(await scheduler.nextPing(of: "flow0") == nil)
+    }
+
+    @Test func eachPingWakeUpRearmsTheNextPingFromTheFireTime() async throws {
+        let scheduler = makeScheduler()
+        await scheduler.setKeepAliveInterval(.seconds(30), for: "reg")
+        var iterator = wakeUps.stream.makeAsyncIterator()
+        var fired: [ContinuousClock.Instant] = []
+        for _ in 0..<5 {
+            let next = try #require(await scheduler.nextWakeUp)
+            clock.advance(to: next)
+            #expect(await iterator.next() == WakeUp(refresh: [], ping: ["reg"]))
+            fired.append(clock.now)
+            let rearmed = try #require(await scheduler.nextPing(of: "reg"))
+            #expect(rearmed - clock.now >= .seconds(24) && rearmed - clock.now <= .seconds(30))
+        }
+        for (earlier, later) in zip(fired, fired.dropFirst()) {
+            #expect(later - earlier >= .seconds(24) && later - earlier <= .seconds(30))
+        }
+        #expect(await scheduler.wakeUps == 5)
+        await scheduler.remove("reg")
+        #expect(await scheduler.nextWakeUp == nil)
+    }
+
+    @Test func backgroundPingsShareTheMinimumIntervalWithRefreshes() async throws {
+        let scheduler = makeScheduler()
+        await scheduler.setAppState(.background)
+        await scheduler.setKeepAliveInterval(.seconds(120), for: "flow")
+        await scheduler.setExpiry(clock.now + .seconds(900), for: "reg")
+        var iterator = wakeUps.stream.makeAsyncIterator()
+        var fired: [(ContinuousClock.Instant, WakeUp)] = []
+        let end = clock.now + .seconds(3600)
+        while let next = await scheduler.nextWakeUp, next <= end, fired.count < 20 {
+            clock.advance(to: next)
+            let wakeUp = try #require(await iterator.next())
+            fired.append((clock.now, wakeUp))
+            if wakeUp.refresh.contains("reg") { await scheduler.setExpiry(clock.now + .seconds(900), for: "reg") }
+        }
+        for (earlier, later) in zip(fired, fired.dropFirst()) {
+            #expect(later.0 - earlier.0 >= .seconds(600))
+        }
+        // One ping per 600 s window at most, against 30 for a 120 s timer of its own.
+        #expect(fired.count <= 7)
+        #expect(fired.allSatisfy { !$0.1.refresh.isEmpty || !$0.1.ping.isEmpty })
+        #expect(fired.contains { $0.1.ping == ["flow"] })
+    }
+
+    @Test func aServiceRefreshedInAWakeUpIsNotPingedInIt() async throws {
+        let scheduler = makeScheduler()
+        // Pings at 8–10 s; reg's refresh at 8 s: the first wake-up (at 8 s) takes both pings
+        // (inside its 10 s coalescing window) and the refresh.
+        await scheduler.setKeepAliveInterval(.seconds(10), for: "reg")
+        await scheduler.setKeepAliveInterval(.seconds(10), for: "other")
+        await scheduler.setExpiry(clock.now + .seconds(30 + 8), for: "reg")
+        var iterator = wakeUps.stream.makeAsyncIterator()
+        let next = try #require(await scheduler.nextWakeUp)
+        clock.advance(to: next)
+        #expect(try #require(await iterator.next()) == WakeUp(refresh: ["reg"], ping: ["other"]))
+        let rearmed = try #require(await scheduler.nextPing(of: "reg"))
+        #expect(rearmed - clock.now >= .seconds(8) && rearmed - clock.now <= .seconds(10))
+    }
+
+    @Test func servicesWithoutIntervalsCauseNoPingWakeUps() async {
+        let scheduler = makeScheduler()
+        await scheduler.setKeepAliveInterval(nil, for: "reg")
+        #expect(await scheduler.nextWakeUp == nil)
+        clock.advance(by: .seconds(24 * 3600))
+        #expect(await scheduler.wakeUps == 0)
+        #expect(clock.wakeUps == 0)
     }
 }

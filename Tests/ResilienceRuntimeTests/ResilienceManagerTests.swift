@@ -49,7 +49,7 @@ struct ResilienceManagerTests {
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { if case .transition = $0 { true } else { false } } }
+        await events.wait { $0.contains { $0.decision?.trigger == .started } }
         return (manager, events, group, run)
     }
 
@@ -149,10 +149,64 @@ struct ResilienceManagerTests {
         await manager.update(held)
         #expect(await manager.status().nextKeepAlive == reg.expires! - .seconds(30))
         clock.advance(to: reg.expires! - .seconds(30))
-        let decided = await events.wait { $0.compactMap(\.decision).count == 3 }.compactMap(\.decision).map(\.trigger)
-        #expect(decided == [.app(.enteredBackground), .callStateChanged("call"), .keepAliveDue(["reg"])])
+        let decided = await events.wait { $0.compactMap(\.decision).count == 4 }.compactMap(\.decision).map(\.trigger)
+        #expect(decided == [.started, .app(.enteredBackground), .callStateChanged("call"), .keepAliveDue(["reg"])])
         await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 2 }
         #expect(await manager.status().appState == .background)
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func startedIsDecidedOnceAfterTheInitialPath() async throws {
+        let (_, events, group, run) = await start(Self.account)
+        await source.lose(.noCarrier)
+        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        await source.restore()
+        await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
+        let triggers = events.items.compactMap(\.decision).map(\.trigger)
+        #expect(triggers.first == .started)
+        #expect(triggers.filter { $0 == .started }.count == 1)
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func aRepeatedFlowLossWaitsTheBackoffAndLossesWaitingTogetherShareATrigger() async throws {
+        let (_, events, group, run) = await start(Self.account)
+        @Sendable func flowLosses(_ items: [ResilienceEvent]) -> [Trigger] {
+            items.compactMap(\.decision).map(\.trigger).filter { $0.name == "flow.lost" }
+        }
+        // First losses are decided at once.
+        sip.reportFlowLoss(["a.reg"])
+        await events.wait { flowLosses($0) == [.flowLost(["a.reg"])] }
+        sip.reportFlowLoss(["a.mwi"])
+        await events.wait { flowLosses($0).count == 2 }
+        // The server drops both new flows at once: both wait the first backoff (1 s ± 20 %).
+        sip.reportFlowLoss(["a.reg", "a.mwi"])
+        await clock.waitForSleepers(count: 1)
+        #expect(flowLosses(events.items) == [.flowLost(["a.reg"]), .flowLost(["a.mwi"])])
+        clock.advance(by: .milliseconds(1200))
+        let decided = await events.wait { flowLosses($0).count == 3 }
+        #expect(flowLosses(decided).last == .flowLost(["a.mwi", "a.reg"]))
+        #expect(clock.wakeUps == 1)
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func keepAliveIntervalsBecomeFlowPingTriggers() async throws {
+        let reg = ClientService(id: "reg", kind: .registration, keepAliveInterval: .seconds(30))
+        let (manager, events, group, run) = await start([reg])
+        let first = try #require(await manager.status().nextKeepAlive)
+        #expect(first - clock.now >= .seconds(24) && first - clock.now <= .seconds(30))
+        clock.advance(to: first)
+        await events.wait { $0.contains { $0.decision?.trigger == .flowPingDue(["reg"]) } }
+        var slower = reg
+        slower.keepAliveInterval = .seconds(300)
+        await manager.update(slower)
+        let next = try #require(await manager.status().nextKeepAlive)
+        #expect(next - clock.now >= .seconds(240) && next - clock.now <= .seconds(300))
+        slower.keepAliveInterval = nil
+        await manager.update(slower)
+        #expect(await manager.status().nextKeepAlive == nil)
         await group.triggerGracefulShutdown()
         try await run.value
     }

@@ -96,7 +96,7 @@ struct DaemonKamailioTests {
         #expect(
             try await eventually {
                 try await send("status", socket)
-                    .contains("service \(user).registration: refresh-registration -> succeeded")
+                    .contains("service \(user).registration: register -> succeeded")
             })
         var status = try await send("status", socket)
         #expect(status.contains("account \(user): registered sip:\(user)@127.0.0.1:"))
@@ -124,7 +124,7 @@ struct DaemonKamailioTests {
 
         let output = await lines.all
         #expect(output.contains { $0.contains(#""action":"unregister""#) && $0.contains(#""outcome":"succeeded""#) })
-        #expect(output.contains { $0.contains(#""kind":"decision""#) && $0.contains(#""event":"app.resumed""#) })
+        #expect(output.contains { $0.contains(#""kind":"decision""#) && $0.contains(#""event":"started""#) })
         for text in output + [status] { #expect(!text.contains(password)) }
     }
 }

@@ -1,0 +1,64 @@
+import ResilienceCore
+import ResilienceRules
+import ResilienceRuntime
+import Testing
+
+struct FlowLossThrottleTests {
+    let t0 = ContinuousClock.now
+    // Default backoff: 1 s × 1.6ⁿ, ±20 %, at most 120 s.
+    let backoff = BackoffPolicy()
+
+    @Test func aFirstLossIsReleasedAtOnce() {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 1)
+        #expect(throttle.report(["reg", "mwi", "reg"], at: t0) == ["mwi", "reg"])
+        #expect(throttle.nextRelease == nil)
+    }
+
+    @Test func repeatedLossesWaitTheGrowingBackoff() throws {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 2)
+        var now = t0
+        #expect(throttle.report(["reg"], at: now) == ["reg"])
+        for losses in 2...8 {
+            #expect(throttle.report(["reg"], at: now).isEmpty, "loss \(losses) released at once")
+            let release = try #require(throttle.nextRelease)
+            #expect(backoff.delayBounds(afterFailures: losses - 1).contains(release - now), "loss \(losses)")
+            #expect(throttle.releaseDue(at: release - .milliseconds(1)).isEmpty)
+            #expect(throttle.releaseDue(at: release) == ["reg"])
+            now = release
+        }
+    }
+
+    @Test func lossesWaitingTogetherAreReleasedTogether() throws {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 3)
+        #expect(throttle.report(["reg", "mwi"], at: t0) == ["mwi", "reg"])
+        #expect(throttle.report(["reg"], at: t0 + .milliseconds(100)).isEmpty)
+        #expect(throttle.report(["mwi"], at: t0 + .milliseconds(200)).isEmpty)
+        // A loss of a service already waiting adds no second release.
+        #expect(throttle.report(["reg"], at: t0 + .milliseconds(300)).isEmpty)
+        #expect(throttle.waitingServices == ["mwi", "reg"])
+        // Both wait at most 1.2 s (initial + 20 %) from their loss.
+        #expect(throttle.releaseDue(at: t0 + .seconds(2)) == ["mwi", "reg"])
+        #expect(throttle.nextRelease == nil)
+    }
+
+    @Test func theCountResetsAfterTheMaximumWithoutALoss() {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 4)
+        #expect(throttle.report(["reg"], at: t0) == ["reg"])
+        #expect(throttle.report(["reg"], at: t0 + .seconds(119)).isEmpty)
+        _ = throttle.releaseDue(at: t0 + .seconds(200))
+        #expect(throttle.report(["reg"], at: t0 + .seconds(119 + 120)) == ["reg"])
+    }
+
+    @Test func theSameSeedDrawsTheSameDelays() {
+        func delays(seed: UInt64) -> [ContinuousClock.Instant?] {
+            var throttle = FlowLossThrottle(backoff: backoff, randomSeed: seed)
+            return (0..<5).map { i in
+                let now = t0 + .seconds(10 * i)
+                _ = throttle.releaseDue(at: now)
+                _ = throttle.report(["reg"], at: now)
+                return throttle.nextRelease
+            }
+        }
+        #expect(delays(seed: 9) == delays(seed: 9))
+    }
+}
