@@ -13,7 +13,9 @@ public import UnixSignals
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
 /// - A registration's or subscription's granted expiry is reported back to the manager after each
-///   success, which arms the coalesced keep-alive refresh.
+///   success, which arms the coalesced keep-alive refresh; a registration's keep-alive interval
+///   (the registrar's Flow-Timer, else the account's) arms its flow pings, and unregistering
+///   stops them.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
@@ -126,7 +128,7 @@ public final class Daemon: Sendable {
     }
 }
 
-/// Logs every manager event and feeds expiries back to the manager; finishes when the manager's
+/// Logs every manager event and feeds expiries and keep-alive intervals back to the manager; finishes when the manager's
 /// event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
@@ -153,19 +155,23 @@ struct EventFollower: Service {
         guard let service = await daemon.manager.status().services.first(where: { $0.id == id }),
             let name = service.account, let agent = daemon.plugin.agent(for: name)
         else { return }
-        var seconds: Int?
+        var updated = service
         switch (service.kind, event.action.kind) {
         case (.registration, .register), (.registration, .refreshRegistration):
-            seconds = await agent.registrationStatus.expires
+            let status = await agent.registrationStatus
+            updated.expires = status.expires.map { event.at + .seconds($0) }
+            // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
+            updated.keepAliveInterval = status.keepAliveInterval
         case (.subscription, .subscribe), (.subscription, .refreshSubscription):
-            seconds = await agent.subscriptionStatus(id).expires
+            updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
+        case (.registration, .unregister):
+            updated.expires = nil
+            updated.keepAliveInterval = nil
         case (_, .unregister), (_, .unsubscribe):
-            seconds = nil
+            updated.expires = nil
         default:
             return
         }
-        var updated = service
-        updated.expires = seconds.map { event.at + .seconds($0) }
         await daemon.manager.update(updated)
     }
 }
