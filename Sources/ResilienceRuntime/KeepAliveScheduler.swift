@@ -47,7 +47,7 @@ public actor KeepAliveScheduler {
     private var random: SplitMix64
     private var inForeground = true
     private var lastWakeUp: ContinuousClock.Instant?
-    private var armed: (at: ContinuousClock.Instant, task: Task<Void, Never>)?
+    private var timer = DeadlineTimer()
     private var stopped = false
 
     /// Timer fires so far (each one a process wake-up).
@@ -67,7 +67,7 @@ public actor KeepAliveScheduler {
     }
 
     /// The instant the armed timer fires, if one is armed.
-    public var nextWakeUp: ContinuousClock.Instant? { armed?.at }
+    public var nextWakeUp: ContinuousClock.Instant? { timer.deadline }
 
     /// Sets (or with nil clears) when a service's registration or subscription expires.
     public func setExpiry(_ expires: ContinuousClock.Instant?, for service: ServiceID) {
@@ -103,8 +103,7 @@ public actor KeepAliveScheduler {
     /// Disarms the timer for good.
     public func stop() {
         stopped = true
-        armed?.task.cancel()
-        armed = nil
+        timer.disarm()
     }
 
     private func nextInstant() -> ContinuousClock.Instant? {
@@ -117,23 +116,11 @@ public actor KeepAliveScheduler {
     }
 
     private func rearm() {
-        let next = nextInstant()
-        guard next != armed?.at else { return }
-        armed?.task.cancel()
-        guard let next else {
-            armed = nil
-            return
-        }
-        let task = Task { [clock] in
-            guard (try? await clock.sleep(until: next, tolerance: nil)) != nil else { return }
-            self.fire(scheduledAt: next)
-        }
-        armed = (next, task)
+        timer.arm(nextInstant(), on: clock) { await self.fire(scheduledAt: $0) }
     }
 
     private func fire(scheduledAt instant: ContinuousClock.Instant) {
-        guard armed?.at == instant else { return }
-        armed = nil
+        guard timer.claim(instant) else { return }
         wakeUps += 1
         let now = clock.now
         lastWakeUp = now

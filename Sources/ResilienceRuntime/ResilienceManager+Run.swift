@@ -29,8 +29,7 @@ extension ResilienceManager {
         isShuttingDown = true
         await executor.cancelAll()
         await scheduler.stop()
-        flowLossTimer?.task.cancel()
-        flowLossTimer = nil
+        flowLossTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
         _ = await pluginTask?.result
         broadcast.finish()
@@ -77,23 +76,13 @@ extension ResilienceManager {
     }
 
     private func rearmFlowLossTimer() {
-        let next = isShuttingDown ? nil : flowLosses.nextRelease
-        guard next != flowLossTimer?.at else { return }
-        flowLossTimer?.task.cancel()
-        guard let next else {
-            flowLossTimer = nil
-            return
+        flowLossTimer.arm(isShuttingDown ? nil : flowLosses.nextRelease, on: clock) {
+            await self.releaseFlowLosses(scheduledAt: $0)
         }
-        let task = Task { [clock] in
-            guard (try? await clock.sleep(until: next, tolerance: nil)) != nil else { return }
-            self.releaseFlowLosses(scheduledAt: next)
-        }
-        flowLossTimer = (next, task)
     }
 
     private func releaseFlowLosses(scheduledAt instant: ContinuousClock.Instant) {
-        guard flowLossTimer?.at == instant else { return }
-        flowLossTimer = nil
+        guard flowLossTimer.claim(instant) else { return }
         let due = flowLosses.releaseDue(at: clock.now)
         if !due.isEmpty { enqueue(.flowLost(due)) }
         rearmFlowLossTimer()

@@ -86,7 +86,7 @@ public actor ResilienceManager: Service {
     var isShuttingDown = false
     var hasStarted = false
     var flowLosses: FlowLossThrottle
-    var flowLossTimer: (at: ContinuousClock.Instant, task: Task<Void, Never>)?
+    var flowLossTimer = DeadlineTimer()
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).

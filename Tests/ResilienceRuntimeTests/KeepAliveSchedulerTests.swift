@@ -35,6 +35,9 @@ struct KeepAliveSchedulerTests {
         var wakeUps: [(ContinuousClock.Instant, [ServiceID])] = []
         var iterator = batches.stream.makeAsyncIterator()
         while let next = await scheduler.nextWakeUp, next <= end {
+            // The timer's task must be asleep before the clock passes its deadline, or it returns
+            // at once without counting as a wake-up.
+            await clock.waitForSleepers(count: 1)
             clock.advance(to: next)
             let batch = await iterator.next()!
             wakeUps.append((clock.now, batch))
