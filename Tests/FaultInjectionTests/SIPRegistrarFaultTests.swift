@@ -57,8 +57,9 @@ struct SIPRegistrarFaultTests {
         defer { lab.stop() }
         await lab.stopRegistrar()
         try await Task.sleep(for: .seconds(5))
+        // Any binding after this instant is the new registrar's: the old one is gone.
+        let restartAt = realtime()
         try await lab.startRegistrar()
-        let startedAt = realtime()
         let retries = lab.actionLog(of: user).filter {
             $0.service == "\(user).registration" && $0.outcome == "retrying"
         }
@@ -66,7 +67,7 @@ struct SIPRegistrarFaultTests {
         // The next delay is at most 1.2 × 1.6^(n−1) s after the n-th failure; 1 s of slack.
         let nextDelay = 1.2 * pow(1.6, Double(max(retries.count, 1) - 1)) + 1
         let rebound = await waitUntil(seconds: nextDelay) {
-            lab.lines("REGISTERED", user: user).contains { $0.at > startedAt }
+            lab.lines("REGISTERED", user: user).contains { $0.at > restartAt }
         }
         #expect(rebound, "not registered again within \(nextDelay) s of the registrar's restart")
     }
