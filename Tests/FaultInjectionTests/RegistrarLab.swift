@@ -288,6 +288,8 @@ final class RegistrarLab: @unchecked Sendable {
 
     /// One `action` line of a `netres run` JSON log.
     struct ActionLine {
+        /// The trigger the action was decided on, e.g. `network.restored`.
+        var event: String
         var service: String
         var action: String
         var attempt: Int
@@ -304,7 +306,8 @@ final class RegistrarLab: @unchecked Sendable {
                 let action = object["action"] as? String, let outcome = object["outcome"] as? String
             else { return nil }
             return ActionLine(
-                service: service, action: action, attempt: object["attempt"] as? Int ?? 0, outcome: outcome,
+                event: object["event"] as? String ?? "", service: service, action: action,
+                attempt: object["attempt"] as? Int ?? 0, outcome: outcome,
                 error: object["error"] as? String)
         }
     }

@@ -48,11 +48,23 @@ struct SIPSubscriptionRestoreFaultTests {
         return lab
     }
 
-    /// The registration after `instant` was confirmed before the first SUBSCRIBE after it arrived.
+    /// Registration came before the subscriptions on the restore after `instant`, in both views.
+    /// netres's: the `network.restored` registration succeeded before any subscription started.
+    /// The registrar's: every SUBSCRIBE arrived after the authenticated REGISTER that bound the
+    /// client (REGISTERED itself is logged by another Kamailio process after the 200 OK is sent,
+    /// so it may be stamped after a SUBSCRIBE the client sent on receiving that 200).
     func expectRegisteredBeforeSubscribing(_ lab: RegistrarLab, user: String, after instant: Double) throws {
-        let registered = try #require(lab.lines("REGISTERED", user: user).first { $0.at > instant }?.at)
+        let restore = lab.actionLog(of: user).filter { $0.event == "network.restored" }
+        let registered = try #require(
+            restore.firstIndex { $0.service == "\(user).registration" && $0.outcome == "succeeded" })
+        let firstSubscription = try #require(
+            restore.firstIndex { $0.service.hasPrefix("\(user).subscription.") && $0.outcome == "started" })
+        #expect(registered < firstSubscription, "netres's restore actions: \(restore)")
+
+        let binding = try #require(lab.lines("REGISTERED", user: user).first { $0.at > instant }?.at)
+        let register = try #require(lab.lines("REGISTER", user: user).last { $0.at > instant && $0.at < binding }?.at)
         let firstSubscribe = try #require(subscribes(lab, user: user, after: instant).first?.at)
-        #expect(registered < firstSubscribe, "REGISTERED at \(registered), first SUBSCRIBE at \(firstSubscribe)")
+        #expect(register < firstSubscribe, "REGISTER that bound at \(register), first SUBSCRIBE at \(firstSubscribe)")
     }
 
     @Test func inForegroundEverySubscriptionIsRenewedAfterTheRegistrationOnRestore() async throws {
