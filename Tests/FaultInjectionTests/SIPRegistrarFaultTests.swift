@@ -46,10 +46,10 @@ struct SIPRegistrarFaultTests {
         #expect(try await lab.boundContacts().isEmpty)
     }
 
-    /// The registrar is stopped for ~5 s and started again, with the client's flow to it lost.
-    /// Expected once flow-loss recovery lands: netres retries with the executor's backoff (1 s,
-    /// ×1.6, ±20 %) while the registrar is down, a bounded number of times, and the new
-    /// registrar binds it within one backoff interval of its start.
+    /// The registrar is stopped for ~5 s and started again, with the client's flow to it lost:
+    /// netres notices (TCP: the dropped connection; UDP: failed keep-alive pings), retries with
+    /// the executor's backoff (1 s, ×1.6, ±20 %) while the registrar is down, a bounded number
+    /// of times, and the new registrar binds it within one backoff interval of its start.
     func registersAgainAfterARegistrarRestart(_ user: String, transport: String, account: [String] = [])
         async throws
     {
@@ -72,12 +72,12 @@ struct SIPRegistrarFaultTests {
         #expect(rebound, "not registered again within \(nextDelay) s of the registrar's restart")
     }
 
-    @Test(.disabled("needs flow-loss recovery (runtime2/sip-flows branches)"))
+    @Test
     func overTCPTheDroppedFlowIsNoticedAndTheRestartedRegistrarBindsTheClientAgain() async throws {
         try await registersAgainAfterARegistrarRestart("tcpflow", transport: "tcp")
     }
 
-    @Test(.disabled("needs flow-loss recovery (runtime2/sip-flows branches)"))
+    @Test
     func overUDPKeepAlivesNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
         try await registersAgainAfterARegistrarRestart("udpflow", transport: "udp", account: ["keep-alive: 1s"])
     }
