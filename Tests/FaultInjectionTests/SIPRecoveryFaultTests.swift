@@ -6,30 +6,16 @@ import Testing
 /// view: its script log and `ul.dump`.
 @Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
 struct SIPRecoveryFaultTests {
-    /// Starts the client as `user` and waits (≤ 10 s) for its first binding.
-    func registeredClient(_ user: String) async throws -> RegistrarLab {
-        let lab = try RegistrarLab()
-        try await lab.waitForRegistrar()
-        let config = try lab.writeDaemonConfig(user: user)
-        try lab.start(in: lab.client, [RegistrarLab.netres, "run", "--config", config], output: lab.log + ".client")
-        try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
-        return lab
-    }
-
     @Test func whileTheLinkIsDownNothingIsSentAndTheBindingIsRefreshedAtOnceWhenItReturns() async throws {
-        let lab = try await registeredClient("flap")
+        let lab = try await RegistrarLab.registered("flap")
         defer { lab.stop() }
-        let downAt = realtime()
-        try lab.client.ip("link set nrc0 down")
-        try await Task.sleep(for: .seconds(2))
-        let upAt = realtime()
-        try lab.client.batch(["link set nrc0 up", "route replace default via 198.18.0.1"])
+        let (downAt, upAt) = try await lab.flapClientLink()
         #expect(lab.lines("REGISTER", user: "flap").filter { $0.at > downAt && $0.at < upAt }.isEmpty)
         #expect(await waitUntil(seconds: 2) { lab.lines("REGISTERED", user: "flap").contains { $0.at > upAt } })
     }
 
     @Test func anAddressChangeBindsTheNewContactAndTheOldBindingIsGone() async throws {
-        let lab = try await registeredClient("move")
+        let lab = try await RegistrarLab.registered("move")
         defer { lab.stop() }
         try lab.client.batch([
             "addr add 198.18.0.3/24 dev nrc0", "addr del 198.18.0.2/24 dev nrc0",
