@@ -14,6 +14,9 @@ struct RegistrationState {
     var staleContacts: [String] = []
     /// The lifetime the registrar granted in the last 2xx.
     var granted: Int?
+    /// A REGISTER of the current Contact went unanswered (timeout, flow closed): the registrar
+    /// may hold a binding nobody confirmed. Cleared by a 2xx.
+    var outcomeUnknown = false
     /// The registrar's `Flow-Timer` (RFC 5626 §5.4) from the last 2xx, in seconds.
     var flowTimer: Int?
 
@@ -79,9 +82,16 @@ extension SIPUserAgent {
         for _ in 0..<2 {
             var contacts = ["<\(contact)>;expires=\(registration.expires)\(outboundParameters)"]
             contacts += registration.staleContacts.map { "<\($0)>;expires=0" }
-            let response = try await sendRegister(contacts: contacts, expires: registration.expires, over: flow)
+            let response: SIPMessage
+            do {
+                response = try await sendRegister(contacts: contacts, expires: registration.expires, over: flow)
+            } catch {
+                registration.outcomeUnknown = true
+                throw error
+            }
             switch response.status ?? 0 {
             case 200..<300:
+                registration.outcomeUnknown = false
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
                 registration.flowTimer = response.headers["Flow-Timer"].flatMap { Int($0) }.flatMap {
                     $0 > 0 ? $0 : nil
@@ -114,10 +124,17 @@ extension SIPUserAgent {
         registration.staleContacts.removeAll { stale.contains($0) }
     }
 
-    /// Removes this UA's bindings (current and stale), e.g. on shutdown.
+    /// Removes this UA's bindings (current and stale), e.g. on shutdown. The current Contact is
+    /// included only when the registrar may hold it (a 2xx bound it, or a REGISTER went
+    /// unanswered): one it only ever refused (503, 403) is not "unregistered" against a registrar
+    /// that would refuse that too.
     public func unregister(path: NetworkPath) async throws {
-        let contacts = ([registration.contact].compactMap(\.self) + registration.staleContacts)
-        guard !contacts.isEmpty else { return }
+        let mayBeBound = registration.granted != nil || registration.outcomeUnknown
+        let contacts = ((mayBeBound ? [registration.contact] : []).compactMap(\.self) + registration.staleContacts)
+        guard !contacts.isEmpty else {
+            logger.debug("sip.unregister-skipped", metadata: ["reason": "nothing bound"])
+            return
+        }
         let flow = try await flow(for: path)
         let response = try await sendRegister(contacts: contacts.map { "<\($0)>;expires=0" }, expires: 0, over: flow)
         guard let status = response.status, (200..<300).contains(status) else {

@@ -150,6 +150,9 @@ struct SIPRegistrationKamailioTests {
                 return error.isRetryable && error.retryAfter == .seconds(3)
             }
             #expect(kamailio.requestCount(method: "REGISTER", user: user) == 1)
+            // Never bound: unregistering sends nothing (it would only be refused again).
+            try await plugin.perform(action(.unregister, account.registrationService), context: context())
+            #expect(kamailio.requestCount(method: "REGISTER", user: user) == 1)
             await plugin.agent(for: user)!.close()
         }
     }
