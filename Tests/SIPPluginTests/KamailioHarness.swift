@@ -28,7 +28,7 @@ final class KamailioHarness: Sendable {
     }
     /// Whether `::1` can be bound here (IPv6 may be disabled in containers).
     static let hasIPv6Loopback: Bool = {
-        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         var address = sockaddr_in6()
@@ -211,7 +211,7 @@ func freePort() throws -> Int {
 }
 
 private func canBind(_ type: Int32, _ port: Int) -> Bool {
-    let fd = socket(AF_INET, type, 0)
+    let fd = socket(AF_INET, type | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }
     var address = sockaddr_in()

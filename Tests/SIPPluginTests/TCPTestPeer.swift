@@ -10,7 +10,9 @@ final class TCPTestPeer: @unchecked Sendable {
     let port: Int
 
     init() throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        // CLOEXEC: a child another test spawns meanwhile must not inherit the socket (it would keep a
+        // connection open after this peer closed it).
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.listener = listener
         guard listener >= 0 else { throw HarnessError("socket failed") }
         var address = sockaddr_in()
@@ -34,6 +36,7 @@ final class TCPTestPeer: @unchecked Sendable {
         guard poll(&descriptor, 1, Int32(seconds * 1000)) == 1 else { return nil }
         let connection = Glibc.accept(listener, nil, nil)
         guard connection >= 0 else { return nil }
+        _ = fcntl(connection, F_SETFD, FD_CLOEXEC)  // accept4 is hidden without _GNU_SOURCE
         var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
         setsockopt(connection, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         return connection

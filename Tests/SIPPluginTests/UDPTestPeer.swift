@@ -8,7 +8,7 @@ final class UDPTestPeer: @unchecked Sendable {
     let port: Int
 
     init(host: String = "127.0.0.1") throws {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw HarnessError("socket failed") }
         var address = sockaddr_in()
