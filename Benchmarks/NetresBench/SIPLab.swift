@@ -131,6 +131,37 @@ final class SIPLab {
         }
     }
 
+    /// Runs `ip -batch` in the client namespace on a FIFO: writes `first`, waits `gap`, writes
+    /// `second`, closes the FIFO and waits for `ip` to exit 0 (it exits at end of input). The FIFO
+    /// is opened non-blocking, retried for at most 5 s, so a failed `ip` cannot hang the bench.
+    func ipBatch(_ first: [String], then gap: Duration, _ second: [String]) throws {
+        let fifo = directory.appendingPathComponent("ip-batch.fifo").path
+        unlink(fifo)
+        guard mkfifo(fifo, 0o600) == 0 else { throw BenchError("mkfifo \(fifo) failed") }
+        defer { unlink(fifo) }
+        let child = try Spawned(["/usr/sbin/ip", "-n", clientNamespace, "-batch", fifo])
+        var fd: Int32 = -1
+        for _ in 0..<250 where fd < 0 {
+            fd = open(fifo, O_WRONLY | O_NONBLOCK)
+            if fd < 0 { usleep(20_000) }
+        }
+        guard fd >= 0 else {
+            child.stop()
+            throw BenchError("ip -batch did not open \(fifo) within 5 s")
+        }
+        func write(_ lines: [String]) {
+            let bytes = Array(lines.map { $0 + "\n" }.joined().utf8)
+            _ = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        }
+        write(first)
+        let components = gap.components
+        usleep(UInt32(components.seconds * 1_000_000 + components.attoseconds / 1_000_000_000_000))
+        write(second)
+        close(fd)
+        let status = try child.wait()
+        guard status == 0 else { throw BenchError("ip -batch exited \(status)") }
+    }
+
     /// Kills every process the lab started, by PID, then deletes both namespaces.
     func tearDown() {
         for child in processes.reversed() { child.stop() }

@@ -6,16 +6,18 @@ extension SIPRecoveryBenchmark {
         var name: String
         var flapRecoveries: [Duration] = []
         var flapsWithoutRegister = 0
-        var addressChange: Duration?
-        var oldBindingRemoved: Bool?
+        /// One entry per address change: how long until the new Contact was bound (nil: never
+        /// within the bound), and whether `ul.dump` had lost the old Contact 2 s later.
+        var addressChanges: [(bound: Duration?, oldBindingRemoved: Bool)] = []
         /// REGISTER requests (challenged or not) the registrar saw from this client during the flaps.
         var registerRequests = 0
     }
 
     /// Starts NetResilience (`netres run --config`, built beside this executable) as user
     /// `netres` and baresip 1.0 (headless: foreground, modules g711, account, menu, ctrl_tcp) as
-    /// user `peer`, both in the client namespace, and waits (≤ 10 s) for both first bindings.
-    func startClients(_ lab: SIPLab) throws {
+    /// user `peer` (unless `peer` is false), both in the client namespace, and waits (≤ 10 s) for
+    /// every first binding.
+    func startClients(_ lab: SIPLab, peer: Bool) throws {
         let config = lab.directory.appendingPathComponent("baresip")
         try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
         try """
@@ -54,12 +56,15 @@ extension SIPRecoveryBenchmark {
 
         """.write(toFile: netresConfig, atomically: true, encoding: .utf8)
         try lab.start(
-            in: lab.clientNamespace, [netres, "run", "--config", netresConfig],
+            in: lab.clientNamespace,
+            [netres, "run", "--config", netresConfig] + (netresLogLevel.map { ["--log-level", $0] } ?? []),
             output: lab.directory.appendingPathComponent("netres-client.log").path)
-        try lab.start(
-            in: lab.clientNamespace, ["/usr/bin/baresip", "-f", config.path],
-            output: lab.directory.appendingPathComponent("baresip.log").path)
-        for user in ["netres", "peer"] {
+        if peer {
+            try lab.start(
+                in: lab.clientNamespace, ["/usr/bin/baresip", "-f", config.path],
+                output: lab.directory.appendingPathComponent("baresip.log").path)
+        }
+        for user in peer ? ["netres", "peer"] : ["netres"] {
             do {
                 try waitFor(seconds: 10) { registered(lab, user: user, after: startedAt) != nil }
             } catch {
@@ -89,7 +94,7 @@ extension SIPRecoveryBenchmark {
             let upAt = realtimeNow()
             try shell(
                 "ip -n \(ns) link set nrc0 up && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
-            var line = "flap:"
+            var line = "flap: up=\(upAt)"
             for (index, client) in clients.enumerated() {
                 let remaining = max(0, peerBound - (realtimeNow() - upAt))
                 var confirmed: Double?
@@ -114,30 +119,47 @@ extension SIPRecoveryBenchmark {
         return results
     }
 
-    /// One address change 198.18.0.2 → 198.18.0.3 seen by all `clients`; each wait bounded by
-    /// `addressChangeBound` from the change; then whether `ul.dump` still holds the old Contact.
+    /// `addressChanges` address changes, alternating 198.18.0.2 → 198.18.0.3 → 198.18.0.2 …, each
+    /// seen by all `clients`: the new address added, the old one deleted and the default route
+    /// replaced, in one shell command (three `ip` runs, as before). Each wait is bounded by
+    /// `addressChangeBound` from the change; 2 s after the last client, whether `ul.dump` still
+    /// holds the old Contact.
     func changeAddress(_ lab: SIPLab, clients: [(user: String, name: String)], into results: inout [ClientResult])
         throws
     {
         let ns = lab.clientNamespace
-        let changeAt = realtimeNow()
-        try shell(
-            "ip -n \(ns) addr add 198.18.0.3/24 dev nrc0 && ip -n \(ns) addr del \(SIPLab.clientAddress)/24 dev nrc0"
-                + " && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
-        for (index, client) in clients.enumerated() {
-            var confirmed: Double?
-            try? waitFor(seconds: max(0, addressChangeBound - (realtimeNow() - changeAt))) {
-                confirmed = registered(lab, user: client.user, after: changeAt, contact: "198.18.0.3")
-                return confirmed != nil
+        let addresses = [SIPLab.clientAddress, "198.18.0.3"]
+        for change in 0..<addressChanges {
+            let (old, new) = (addresses[change % 2], addresses[(change + 1) % 2])
+            let changeAt = realtimeNow()
+            if let gap = addressChangeGap {
+                try lab.ipBatch(
+                    ["address add \(new)/24 dev nrc0"],
+                    then: gap,
+                    ["address del \(old)/24 dev nrc0", "route replace default via \(SIPLab.registrarAddress)"])
+            } else {
+                try shell(
+                    "ip -n \(ns) addr add \(new)/24 dev nrc0 && ip -n \(ns) addr del \(old)/24 dev nrc0"
+                        + " && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
             }
-            guard let confirmed else { continue }
-            results[index].addressChange = .microseconds(Int64(((confirmed - changeAt) * 1e6).rounded()))
-        }
-        let bound = (try? lab.boundContacts()) ?? []
-        for (index, client) in clients.enumerated() where results[index].addressChange != nil {
-            results[index].oldBindingRemoved = !bound.contains {
-                $0.contains("\(client.user)") && $0.contains("@\(SIPLab.clientAddress)")
+            var line = "address-change: at=\(changeAt) \(old)->\(new)"
+            var bound: [Duration?] = []
+            for client in clients {
+                var confirmed: Double?
+                try? waitFor(seconds: max(0, addressChangeBound - (realtimeNow() - changeAt))) {
+                    confirmed = registered(lab, user: client.user, after: changeAt, contact: "@\(new):")
+                    return confirmed != nil
+                }
+                bound.append(confirmed.map { .microseconds(Int64((($0 - changeAt) * 1e6).rounded())) })
+                line += " \(client.user)=\(confirmed.map { "\($0 - changeAt)" } ?? "none")"
             }
+            sleep(2)
+            let contacts = (try? lab.boundContacts()) ?? []
+            for (index, client) in clients.enumerated() {
+                let removed = !contacts.contains { $0.contains("\(client.user)") && $0.contains("@\(old):") }
+                results[index].addressChanges.append((bound[index], removed))
+            }
+            FileHandle.standardError.write(Data((line + "\n").utf8))
         }
     }
 
@@ -154,9 +176,13 @@ extension SIPRecoveryBenchmark {
                 "| \(client.name) | \(total) | \(flaps.count) | \(format1(flaps.p50)) | \(format1(flaps.p99)) | "
                     + "\(format1(flaps.max)) | \(ratio) | \(client.flapsWithoutRegister) | \(client.registerRequests) |"
             )
-            let change = client.addressChange.map { format1(LatencyStats([$0]).p50 / 1000) + " ms" } ?? "no REGISTER"
-            let removed = client.oldBindingRemoved.map { $0 ? "yes" : "no (still bound)" } ?? "n/a"
-            changeRows.append("| \(client.name) | \(change) | \(removed) |")
+            let bound = client.addressChanges.compactMap(\.bound)
+            let changes = LatencyStats(bound)
+            let each = client.addressChanges.map { $0.bound.map { format1(LatencyStats([$0]).p50 / 1000) } ?? "none" }
+            let removed = client.addressChanges.filter(\.oldBindingRemoved).count
+            changeRows.append(
+                "| \(client.name) | \(client.addressChanges.count) | \(bound.count) | \(format1(changes.p50 / 1000)) | "
+                    + "\(format1(changes.max / 1000)) | \(each.joined(separator: ", ")) | \(removed) |")
         }
         print(
             """
@@ -173,10 +199,11 @@ extension SIPRecoveryBenchmark {
             |---|---|---|---|---|---|---|---|---|
             \(flapRows.joined(separator: "\n"))
 
-            ### Address change (198.18.0.2 → 198.18.0.3; bound \(Int(addressChangeBound)) s)
+            ### Address changes (198.18.0.2 ⇄ 198.18.0.3; ms from the change to the new Contact bound; bound \
+            \(Int(addressChangeBound)) s)
 
-            | client | new Contact bound after | old binding gone (`ul.dump`) |
-            |---|---|---|
+            | client | changes | new Contact bound | p50 | max | each | old binding gone 2 s later (`ul.dump`) |
+            |---|---|---|---|---|---|---|
             \(changeRows.joined(separator: "\n"))
             """)
     }

@@ -14,7 +14,18 @@ import Foundation
 struct SIPRecoveryBenchmark {
     var floorSamples: Int
     var flaps: Int
-    var peerFlaps: Int
+    /// Flaps for baresip; nil leaves baresip out entirely (not started, no address change).
+    var peerFlaps: Int?
+    /// Address changes, alternating 198.18.0.2 → .3 → .2 …; each waits for every client.
+    var addressChanges = 1
+    /// When set, each address change is one `ip -batch` run fed through a FIFO: the add, this
+    /// pause, then the delete and the route, so the delete lands a controlled time after the add
+    /// (the default, three `ip` runs, leaves it to process start-up: ~3 ms idle, tens under load).
+    var addressChangeGap: Duration?
+    /// Records the wire and the netlink stream for profiling (see ``startCaptures(_:)``).
+    var capture = false
+    /// `netres run --log-level` (its diagnostics on standard error, into the same log); nil: default.
+    var netresLogLevel: String?
     var downSeconds: UInt32 = 3
     var peerBound: Double = 30
     var addressChangeBound: Double = 75
@@ -24,14 +35,40 @@ struct SIPRecoveryBenchmark {
         defer { lab.tearDown() }
         try lab.startKamailio()
         let floor = try measureFloor(lab)
-        try startClients(lab)
+        if capture { try startCaptures(lab) }
+        let netres = (user: "netres", name: "NetResilience (`netres run`, hold-down 0)")
+        let peer = (user: "peer", name: "baresip 1.0.0 (Debian)")
+        try startClients(lab, peer: peerFlaps != nil)
         // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
         // gets its own (usually shorter) series of the same flaps after NetResilience's.
-        let clients = [("netres", "NetResilience (SIPPlugin, hold-down 0)"), ("peer", "baresip 1.0.0 (Debian)")]
-        var results = try runFaults(lab, clients: [clients[0]], flaps: flaps)
-        results += try runFaults(lab, clients: [clients[1]], flaps: peerFlaps)
+        var results = try runFaults(lab, clients: [netres], flaps: flaps)
+        var clients = [netres]
+        if let peerFlaps {
+            results += try runFaults(lab, clients: [peer], flaps: peerFlaps)
+            clients.append(peer)
+        }
         try changeAddress(lab, clients: clients, into: &results)
+        FileHandle.standardError.write(Data("logs and captures: \(lab.directory.path)\n".utf8))
         report(floor: floor, clients: results)
+    }
+
+    /// For profiling: tcpdump on the registrar's veth end `nrr0` (it stays up while `nrc0` flaps,
+    /// so one capture spans every flap; kernel timestamps of each REGISTER's arrival, i.e. when
+    /// it left the client: a veth hop is µs) into `wire.txt`, and `ip -ts monitor` in the client
+    /// namespace (when userspace can first read each link, address and route message) into
+    /// `netlink.txt`. Both are stopped by the lab at tear-down.
+    func startCaptures(_ lab: SIPLab) throws {
+        let wire = lab.directory.appendingPathComponent("wire.txt").path
+        try lab.start(
+            in: lab.registrarNamespace,
+            ["/usr/bin/tcpdump", "-i", "nrr0", "-tt", "-n", "-l", "-U", "-A", "udp port \(SIPLab.port)"],
+            output: wire)
+        try waitFor(seconds: 5) {
+            ((try? String(contentsOfFile: wire, encoding: .utf8)) ?? "").contains("listening")
+        }
+        try lab.start(
+            in: lab.clientNamespace, ["/usr/sbin/ip", "-ts", "monitor", "link", "address", "route"],
+            output: lab.directory.appendingPathComponent("netlink.txt").path)
     }
 
     // MARK: floor

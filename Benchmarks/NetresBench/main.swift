@@ -1,7 +1,8 @@
 // netres-bench: NetResilience's benchmarks. Each prints Markdown for BENCHMARKS.md.
 //   netres-bench netlink [changes] [idle-seconds]   detection latency vs the netlink floor (root)
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
-//   netres-bench sip-recovery [flaps] [peer-flaps] [floor]   SIP recovery vs floor and baresip (root)
+//   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL]
+//                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and keep-alive figures (RuntimeBenchmarks.swift)
 import Foundation
 
@@ -14,10 +15,7 @@ do {
         let idle = arguments.count > 2 ? Int(arguments[2]) ?? 60 : 60
         try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
     case "sip-recovery":
-        let flaps = arguments.count > 1 ? Int(arguments[1]) ?? 50 : 50
-        let peerFlaps = arguments.count > 2 ? Int(arguments[2]) ?? flaps : flaps
-        let floor = arguments.count > 3 ? Int(arguments[3]) ?? 100 : 100
-        try SIPRecoveryBenchmark(floorSamples: floor, flaps: flaps, peerFlaps: peerFlaps).run()
+        try sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "runtime":
         await runRuntimeBenchmarks()
     case "idle-baseline":
@@ -26,11 +24,38 @@ do {
         for await _ in never {}
     default:
         print(
-            "usage: netres-bench netlink [changes] [idle-seconds] | sip-recovery [flaps] [peer-flaps] [floor]"
-                + " | runtime")
+            "usage: netres-bench netlink [changes] [idle-seconds]"
+                + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] | runtime"
+        )
         exit(64)
     }
 } catch {
     FileHandle.standardError.write(Data("netres-bench: \(error)\n".utf8))
     exit(1)
+}
+
+/// `sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL]`: positional
+/// counts first (`none` leaves baresip out), then options in any order. Address changes are
+/// bounded to 1...100.
+func sipRecoveryBenchmark(arguments: [String]) throws -> SIPRecoveryBenchmark {
+    let positional = arguments.prefix { !$0.contains("=") && $0 != "capture" }
+    let options = arguments.dropFirst(positional.count)
+    let flaps = positional.count > 0 ? Int(positional[0]) ?? 50 : 50
+    let peerFlaps: Int? = positional.count > 1 ? (positional[1] == "none" ? nil : Int(positional[1]) ?? flaps) : flaps
+    let floor = positional.count > 2 ? Int(positional[2]) ?? 100 : 100
+    var benchmark = SIPRecoveryBenchmark(floorSamples: floor, flaps: flaps, peerFlaps: peerFlaps)
+    for option in options {
+        if option == "capture" {
+            benchmark.capture = true
+        } else if option.hasPrefix("changes="), let count = Int(option.dropFirst(8)), (1...100).contains(count) {
+            benchmark.addressChanges = count
+        } else if option.hasPrefix("gap="), let millis = Double(option.dropFirst(4)), (0...1000).contains(millis) {
+            benchmark.addressChangeGap = .microseconds(Int64(millis * 1000))
+        } else if option.hasPrefix("log=") {
+            benchmark.netresLogLevel = String(option.dropFirst(4))
+        } else {
+            throw BenchError("unknown sip-recovery option \(option)")
+        }
+    }
+    return benchmark
 }
