@@ -9,6 +9,15 @@ extension ActionExecutor {
     func replacePending(of id: ServiceID, with queued: [Queued]) {
         var slot = slots[id] ?? Slot()
         for old in slot.pending { report(old, .superseded) }
+        // A running action the new batch does again is working from stale facts (the address it
+        // binds, a flow that may be gone): stop it so the new batch starts now, not when the old
+        // attempt times out or answers.
+        if let running = slot.running, let batch = queued.first?.batch, running.queued.batch < batch,
+            queued.contains(where: { $0.action.kind == running.queued.action.kind })
+        {
+            stop(running, outcome: .superseded)
+            slot.running = nil
+        }
         slot.retryTimer?.cancel()
         slot.retryTimer = nil
         slot.pending = queued

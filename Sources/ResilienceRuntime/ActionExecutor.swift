@@ -10,7 +10,9 @@ public import ResilienceRules
 /// - Per service, at most one action runs and at most one *decision* is pending. A pending
 ///   decision is the list of that service's actions from one ``submit(_:epoch:)`` batch, run in
 ///   order; a newer batch for the service replaces it, and the replaced actions are reported
-///   ``ActionOutcome/superseded`` without ever reaching a plugin.
+///   ``ActionOutcome/superseded`` without ever reaching a plugin. A running action of an older
+///   batch whose kind the newer batch does again is cancelled (Task cancellation) and reported
+///   superseded too, so the redo starts at once instead of after a stale attempt.
 /// - Every action carries the ``NetworkEpoch`` it was decided in. A loss that starts a newer epoch
 ///   cancels the running actions of older epochs (Task cancellation, visible to the plugin) and
 ///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported

@@ -32,6 +32,25 @@ struct ActionExecutorTests {
         #expect(!plugin.starts.contains { $0.action.kind == .refreshRegistration })
     }
 
+    /// An address change decided while the previous register is still in flight: the old attempt
+    /// (maybe bound to an address that is gone) is cancelled and the new one starts at once.
+    @Test func aNewerBatchDoingTheSameKindAgainSupersedesTheRunningAttempt() async {
+        let (executor, events) = makeExecutor()
+        plugin.program([.hang, .succeed], for: "reg")
+        await executor.submit([planned(.register, "reg")], epoch: .initial)
+        await plugin.waitForStarts(count: 1)
+        await executor.submit([planned(.register, "reg"), planned(.unregisterOldContact, "reg")], epoch: .initial)
+        await executor.waitUntilIdle()
+        let outcomes = events.items.map { "\($0.action.kind) \($0.outcome.label)" }
+        #expect(
+            outcomes == [
+                "register started", "register superseded", "register started", "register succeeded",
+                "unregister-old-contact started", "unregister-old-contact succeeded",
+            ])
+        #expect(plugin.completions.first == .cancelled(planned(.register, "reg")))
+        #expect(clock.now == events.items.first?.at, "no time passed: nothing waited for the stale attempt")
+    }
+
     @Test func aNewLossCancelsRunningActionsOfOlderEpochsAndNeverReportsThemSucceeded() async {
         let (executor, events) = makeExecutor()
         plugin.program([.hang], for: "a")
