@@ -59,7 +59,11 @@ public actor SIPUserAgent {
     func flow(for path: NetworkPath) async throws -> SIPTransport {
         let remote: SocketAddress
         do {
-            remote = try SocketAddress.makeAddressResolvingHost(account.registrarHost, port: account.registrarPort)
+            // An IP literal needs no lookup (getaddrinfo would open and dump a netlink socket on
+            // every action); a name is resolved each time, so a new network gets a fresh answer.
+            remote =
+                try (try? SocketAddress(ipAddress: account.registrarHost, port: account.registrarPort))
+                ?? SocketAddress.makeAddressResolvingHost(account.registrarHost, port: account.registrarPort)
         } catch {
             throw PluginError("cannot resolve registrar \(account.registrarHost): \(error)")
         }
