@@ -26,10 +26,12 @@ public struct DaemonLogLine: Sendable {
             return json ? record.json(clock: clock) : record.human(clock: clock)
         case .app(let appEvent, let state):
             (fields.kind, fields.event, fields.outcome) = ("app", Trigger.app(appEvent).name, state.rawValue)
-        case .decision(let trigger, let epoch, let actions):
+        case .decision(let trigger, let epoch, let actions, let at):
+            fields = Fields(at: at)
             (fields.kind, fields.event, fields.epoch) = ("decision", trigger.name, epoch.rawValue)
             fields.actions = actions.map { "\($0.kind) \($0.service)" }
-        case .flapCoalesced:
+        case .flapCoalesced(_, let restored):
+            fields = Fields(at: restored.at)
             (fields.kind, fields.event) = ("flap", "flap-coalesced")
         case .action(let action):
             fields = Fields(at: action.at)

@@ -6,8 +6,9 @@ public enum ResilienceEvent: Hashable, Sendable {
     case transition(PathTransition)
     /// The host app reported a lifecycle event; `state` is the app state after it.
     case app(AppEvent, state: AppState)
-    /// The rules engine decided `actions` for `trigger` in `epoch` (possibly none).
-    case decision(trigger: Trigger, epoch: NetworkEpoch, actions: [PlannedAction])
+    /// The rules engine decided `actions` for `trigger` in `epoch` (possibly none) at `at`, on
+    /// the manager's clock: before any of those actions started.
+    case decision(trigger: Trigger, epoch: NetworkEpoch, actions: [PlannedAction], at: ContinuousClock.Instant)
     /// A lost and a restored arrived before either was decided: both were dropped.
     case flapCoalesced(lost: PathTransition, restored: PathTransition)
     /// An action started or ended.

@@ -125,7 +125,7 @@ extension ResilienceManager {
         let now = clock.now
         if case .network(.lost) = item.trigger { epoch = epoch.next }
         let actions = decide(item.trigger, at: now)
-        broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions))
+        broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(
             "decided",
             metadata: ["trigger": "\(item.trigger.name)", "epoch": "\(epoch)", "actions": "\(actions.count)"])
@@ -150,7 +150,7 @@ extension ResilienceManager {
         queue = []
         let start = clock.now
         let actions = decide(.shutdown, at: start)
-        broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions))
+        broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions, at: start))
         await executor.submit(actions, epoch: epoch)
         let deadline = start + configuration.shutdownTimeout
         let executor = self.executor

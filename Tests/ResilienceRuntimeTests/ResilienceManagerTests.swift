@@ -218,11 +218,11 @@ extension ResilienceEvent {
         return nil
     }
     var decision: (trigger: Trigger, epoch: NetworkEpoch, actions: [PlannedAction])? {
-        if case .decision(let trigger, let epoch, let actions) = self { return (trigger, epoch, actions) }
+        if case .decision(let trigger, let epoch, let actions, _) = self { return (trigger, epoch, actions) }
         return nil
     }
     var isNetworkDecision: Bool {
-        guard case .decision(.network, _, _) = self else { return false }
+        guard case .decision(.network, _, _, _) = self else { return false }
         return true
     }
     var isFlapCoalesced: Bool {
