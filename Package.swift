@@ -108,12 +108,14 @@ let package = Package(
         .executableTarget(
             name: "NetresBench",
             dependencies: [
-                "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting", "NetlinkMonitor", log,
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
+                "NetlinkMonitor", log, .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
         ),
+        // posix_spawn for tests and benchmarks that drive real processes (ip, Kamailio, netres).
+        .target(name: "ChildProcesses", path: "Tests/ChildProcesses", swiftSettings: strictSettings),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",
@@ -135,7 +137,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["NetlinkMonitor", "ResilienceCore", log],
+            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -152,8 +154,8 @@ let package = Package(
             name: "SIPPluginTests",
             // ResilienceDaemon: the `netres run` integration test reuses the Kamailio harness here.
             dependencies: [
-                "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime", "ResilienceTesting", log,
-                lifecycle,
+                "ChildProcesses", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
+                "ResilienceTesting", log, lifecycle,
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 extension NetlinkBenchmark {
@@ -109,39 +110,25 @@ func shell(_ command: String) throws {
     guard status == 0 else { throw BenchError("`\(command)` exited \(status)") }
 }
 
-/// A child process started with `posix_spawn`. Foundation's `Process` cannot be used here: inside
-/// a fresh namespace its run loop's wake-up socket pair fails and `waitUntilExit` never returns.
+/// A child process of the bench (``ChildProcess``, with the bench's exit-status and stop helpers).
 struct Spawned {
     let pid: pid_t
 
     /// - Parameters:
     ///   - quiet: standard output to /dev/null.
-    ///   - output: standard output and error appended to this file (overrides `quiet`), stdin /dev/null.
+    ///   - output: standard output and error appended to this file (overrides `quiet`).
     ///   - newGroup: the child leads a new process group, so `kill(-pid, …)` reaches its children.
+    /// Without `output` the child writes where the bench does; its standard input is /dev/null.
     init(_ argv: [String], quiet: Bool = false, output: String? = nil, newGroup: Bool = false) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let output {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        } else if quiet {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        do {
+            pid =
+                try ChildProcess(
+                    argv, output: output ?? (quiet ? "/dev/null" : nil), errors: output == nil ? .inherited : .output,
+                    newProcessGroup: newGroup
+                ).pid
+        } catch {
+            throw BenchError("\(error)")
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        if newGroup {
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP))
-            posix_spawnattr_setpgroup(&attributes, 0)
-        }
-        let cArgs = argv.map { strdup($0) } + [nil]
-        defer { for arg in cArgs { free(arg) } }
-        var child = pid_t()
-        let result = posix_spawn(&child, argv[0], &actions, &attributes, cArgs, environ)
-        guard result == 0 else { throw BenchError("spawn \(argv[0]): \(String(cString: strerror(result)))") }
-        pid = child
     }
 
     /// Waits for the exit; returns the exit status (128 + signal when killed).

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// A throw-away network namespace `nr-<random>` driven with iproute2, for fault injection.
@@ -65,20 +66,10 @@ final class NetworkNamespace: Sendable {
         defer { for path in [inPath, outPath, errPath] { unlink(path) } }
         _ = FileManager.default.createFile(atPath: inPath, contents: Data((input ?? "").utf8))
 
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, inPath, O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, errPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         let executable = ipPath ?? "/usr/sbin/ip"
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { for arg in argv { free(arg) } }
-        var pid = pid_t()
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
-        guard spawned == 0 else { throw CommandFailed(description: "spawn \(executable): errno \(spawned)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        let status = try ChildProcess(
+            [executable] + arguments, input: inPath, output: outPath, errors: .file(errPath), truncate: true
+        ).waitForExit()
 
         let out = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
         guard status == 0 else {

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 
@@ -188,33 +189,9 @@ final class RegistrarLab: @unchecked Sendable {
     /// (which `stop()` ends).
     @discardableResult
     func start(in namespace: NetworkNamespace, _ argv: [String], output: String) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        // The test runner's threads block signals and may ignore some; the children must see
-        // SIGTERM, and Kamailio needs default SIGCHLD to reap its own children.
-        var mask = sigset_t()
-        sigemptyset(&mask)
-        posix_spawnattr_setsigmask(&attributes, &mask)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGCHLD, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(
-            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP))
         let ip = NetworkNamespace.ipPath ?? "/usr/sbin/ip"
-        let args = ([ip, "netns", "exec", namespace.name] + argv).map { strdup($0) } + [nil]
-        defer { args.forEach { free($0) } }
-        var pid = pid_t()
-        let result = posix_spawn(&pid, ip, &actions, &attributes, args, environ)
-        guard result == 0 else { throw NetworkNamespace.CommandFailed(description: "spawn \(argv[0]): \(result)") }
+        let pid = try ChildProcess([ip, "netns", "exec", namespace.name] + argv, output: output, newProcessGroup: true)
+            .pid
         children.append(pid)
         return pid
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 
@@ -81,12 +82,13 @@ final class KamailioHarness: Sendable {
         }
         let configPath = directory.appendingPathComponent("kamailio.cfg").path
         try config.write(toFile: configPath, atomically: true, encoding: .utf8)
-        pid = try spawn(
-            executable,
+        pid = try ChildProcess(
             [
-                "-f", configPath, "-w", directory.path, "-P", directory.appendingPathComponent("kamailio.pid").path,
+                executable, "-f", configPath, "-w", directory.path, "-P",
+                directory.appendingPathComponent("kamailio.pid").path,
                 "-Y", directory.path, "-DD", "-E", "-m", "32", "-M", "4",
-            ], output: directory.appendingPathComponent("kamailio.log").path, newProcessGroup: true)
+            ], output: directory.appendingPathComponent("kamailio.log").path, newProcessGroup: true
+        ).pid
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if exited(pid) { break }
@@ -114,7 +116,7 @@ final class KamailioHarness: Sendable {
         guard let kamcmd = Self.kamcmd else { throw HarnessError("kamcmd is not installed") }
         let output = directory.appendingPathComponent("kamcmd-\(UInt32.random(in: 0...UInt32.max)).out").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let child = try spawn(kamcmd, ["-s", "unix:\(socketPath)"] + arguments, output: output, newProcessGroup: false)
+        let child = try ChildProcess([kamcmd, "-s", "unix:\(socketPath)"] + arguments, output: output).pid
         let deadline = Date().addingTimeInterval(5)
         var status: Int32 = 0
         while Date() < deadline {
@@ -157,39 +159,6 @@ final class KamailioHarness: Sendable {
 struct HarnessError: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Starts a program without a shell, stdout and stderr appended to `output`.
-func spawn(_ executable: String, _ arguments: [String], output: String, newProcessGroup: Bool) throws -> pid_t {
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-    posix_spawn_file_actions_adddup2(&actions, 1, 2)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    // The test runner's threads block signals; the child must not inherit that mask, or
-    // Kamailio never sees SIGTERM.
-    var emptyMask = sigset_t()
-    sigemptyset(&emptyMask)
-    posix_spawnattr_setsigmask(&attributes, &emptyMask)
-    var defaults = sigset_t()
-    sigemptyset(&defaults)
-    for signal in [SIGTERM, SIGINT, SIGCHLD, SIGPIPE, SIGHUP] { sigaddset(&defaults, signal) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    var flags = Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
-    if newProcessGroup {
-        flags |= Int32(POSIX_SPAWN_SETPGROUP)
-        posix_spawnattr_setpgroup(&attributes, 0)
-    }
-    posix_spawnattr_setflags(&attributes, Int16(flags))
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
-    var pid: pid_t = 0
-    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-    guard result == 0 else { throw HarnessError("posix_spawn \(executable) failed: \(result)") }
-    return pid
 }
 
 /// Whether `pid` has exited (and reaps it).

@@ -1,0 +1,47 @@
+import ChildProcesses
+import Foundation
+import Glibc
+import Testing
+
+/// The spawner every namespace and Kamailio test starts its processes with.
+struct ChildProcessTests {
+    func temporaryPath() -> String { NSTemporaryDirectory() + "nr-child-\(UUID().uuidString)" }
+
+    /// A descriptor this process holds open (without close-on-exec) is not the child's: a test's
+    /// socket must not outlive its close in a Kamailio or `netres` another test started.
+    @Test func aChildInheritsOnlyStandardInputOutputAndError() throws {
+        let held = open("/dev/null", O_RDONLY)
+        try #require(held >= 0)
+        let high = fcntl(held, F_DUPFD, 900)  // a number no child would open by itself
+        close(held)
+        defer { close(high) }
+        try #require(high >= 900)
+        let output = temporaryPath()
+        defer { unlink(output) }
+        let status = try ChildProcess(["/bin/ls", "-1", "/proc/self/fd"], output: output).waitForExit()
+        #expect(status == 0)
+        let descriptors = try String(contentsOfFile: output, encoding: .utf8).split(separator: "\n").compactMap {
+            Int($0)
+        }
+        #expect(descriptors.contains(2), "\(descriptors)")
+        #expect(!descriptors.contains(Int(high)), "the child inherited descriptor \(high): \(descriptors)")
+    }
+
+    @Test func standardErrorCanGoToItsOwnFileAndTheStatusIsTheChildsOwn() throws {
+        let (output, errors) = (temporaryPath(), temporaryPath())
+        defer { for path in [output, errors] { unlink(path) } }
+        let child = try ChildProcess(
+            ["/bin/sh", "-c", "echo out; echo err >&2; exit 3"], output: output, errors: .file(errors), truncate: true)
+        let status = child.waitForExit()
+        #expect(status >> 8 & 0xff == 3)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "out\n")
+        #expect(try String(contentsOfFile: errors, encoding: .utf8) == "err\n")
+        #expect(child.hasExited())
+    }
+
+    @Test func aMissingProgramIsAClearError() {
+        #expect(throws: ChildProcess.SpawnFailed.self) {
+            try ChildProcess(["/nonexistent/program"], output: "/dev/null")
+        }
+    }
+}
