@@ -1,5 +1,6 @@
 public import Logging
 internal import NIOCore
+internal import NIOPosix
 public import ResilienceCore
 
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
@@ -57,16 +58,7 @@ public actor SIPUserAgent {
     /// The flow for the current path: the existing one when its address is still the chosen one,
     /// otherwise a new one bound to the path's address (the old one is closed).
     func flow(for path: NetworkPath) async throws -> SIPTransport {
-        let remote: SocketAddress
-        do {
-            // An IP literal needs no lookup (getaddrinfo would open and dump a netlink socket on
-            // every action); a name is resolved each time, so a new network gets a fresh answer.
-            remote =
-                try (try? SocketAddress(ipAddress: account.registrarHost, port: account.registrarPort))
-                ?? SocketAddress.makeAddressResolvingHost(account.registrarHost, port: account.registrarPort)
-        } catch {
-            throw PluginError("cannot resolve registrar \(account.registrarHost): \(error)")
-        }
+        let remote = try await registrarAddress()
         let family: AddressFamily = remote.protocol == .inet6 ? .ipv6 : .ipv4
         guard let local = Self.localAddress(in: path, family: family) else {
             throw PluginError("no usable \(family.rawValue) address on the current path")
@@ -90,6 +82,21 @@ public actor SIPUserAgent {
         let opened = try await task.value
         transport = opened
         return opened
+    }
+
+    /// The registrar's address. An IP literal needs no lookup (getaddrinfo would open and dump a
+    /// netlink socket on every action); a name is resolved for each action, so a new network
+    /// gets a fresh answer, on NIO's blocking-I/O pool rather than a Swift concurrency thread.
+    private func registrarAddress() async throws -> SocketAddress {
+        let (host, port) = (account.registrarHost, account.registrarPort)
+        if let literal = try? SocketAddress(ipAddress: host, port: port) { return literal }
+        do {
+            return try await NIOThreadPool.singleton.runIfActive {
+                try SocketAddress.makeAddressResolvingHost(host, port: port)
+            }
+        } catch {
+            throw PluginError("cannot resolve registrar \(host): \(error)")
+        }
     }
 
     private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
