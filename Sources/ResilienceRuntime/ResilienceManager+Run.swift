@@ -90,12 +90,22 @@ extension ResilienceManager {
 
     private func processTriggers() async {
         for await _ in wake.stream {
+            await noticeSystemSleep()
             while !queue.isEmpty && !isShuttingDown {
                 let batch = coalesce(queue)
                 queue = []
                 for item in batch where !isShuttingDown { await process(item) }
             }
         }
+    }
+
+    /// A system sleep since the last trigger is reported as `app.resumed`, decided with the
+    /// triggers that woke the manager (refreshing what expired or will before the next wake-up).
+    /// Timers need no help: they run on CLOCK_BOOTTIME and fire at wake-up when they fell due.
+    private func noticeSystemSleep() async {
+        guard let slept = sleepDetector.observe(asleep: configuration.timeAsleep()) else { return }
+        logger.notice("system slept; resuming", metadata: ["slept": "\(slept)"])
+        await handle(.resumed)
     }
 
     /// Drops every `lost` directly followed by its `restored` (nothing was decided in between).

@@ -43,17 +43,22 @@ public actor ResilienceManager: Service {
         public var randomSeed: UInt64?
         /// Where metrics go; nil for the bootstrapped `MetricsSystem`.
         public var metricsFactory: (any MetricsFactory)?
+        /// The machine's total time suspended since boot, read whenever a trigger is decided: a
+        /// jump of more than 5 s is a system sleep, reported as `app.resumed` (tests pass their own).
+        public var timeAsleep: @Sendable () -> Duration
 
         public init(
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
             keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
-            metricsFactory: (any MetricsFactory)? = nil
+            metricsFactory: (any MetricsFactory)? = nil,
+            timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
             self.keepAliveCoalescingWindow = keepAliveCoalescingWindow
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
+            self.timeAsleep = timeAsleep
         }
     }
 
@@ -84,6 +89,7 @@ public actor ResilienceManager: Service {
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
     var isShuttingDown = false
+    var sleepDetector: SleepDetector
     var hasStarted = false
     var flowLosses: FlowLossThrottle
     var flowLossTimer = DeadlineTimer()
@@ -135,6 +141,7 @@ public actor ResilienceManager: Service {
         self.flowLosses = FlowLossThrottle(
             backoff: policy.backoff, randomSeed: configuration.randomSeed ?? seeder.next())
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.sleepDetector = SleepDetector(asleep: configuration.timeAsleep())
     }
 
     /// Everything from now on; any number of subscribers. Streams finish when ``run()`` returns.
