@@ -180,13 +180,27 @@ public actor SIPUserAgent {
         return candidates.first?.address
     }
 
-    /// Answers that do not need the actor: 200 to OPTIONS, nothing to ACK, 501 otherwise.
+    /// The methods this agent accepts as a UAS, for `Allow` (RFC 3261 §20.5).
+    static let allowedMethods = "ACK, NOTIFY, OPTIONS"
+
+    /// Answers that do not need the actor (RFC 3261 §8.2.1): nothing to ACK; 200 with `Allow` to
+    /// OPTIONS; 481 to CANCEL and BYE (there is nothing to cancel or end); 405 with `Allow` to a
+    /// method SIP defines that this agent does not serve (INVITE until dialogs exist, MESSAGE,
+    /// REFER, ...); 501 to a method it does not know.
     nonisolated static func immediateAnswer(to request: SIPMessage) -> SIPMessage? {
-        switch request.method?.uppercased() {
-        case "ACK": nil
-        case "OPTIONS": request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
-        default: request.makeResponse(status: 501, reason: "Not Implemented", toTag: randomToken())
+        let method = request.method?.uppercased() ?? ""
+        var answer: SIPMessage
+        switch method {
+        case "ACK": return nil
+        case "OPTIONS": answer = request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
+        // No INVITE server transaction or dialog exists to cancel or end (§9.2, §15.1.2).
+        case "CANCEL", "BYE": return request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")
+        case "INVITE", "REGISTER", "SUBSCRIBE", "PUBLISH", "MESSAGE", "INFO", "UPDATE", "REFER", "PRACK":
+            answer = request.makeResponse(status: 405, reason: "Method Not Allowed", toTag: randomToken())
+        default: return request.makeResponse(status: 501, reason: "Not Implemented", toTag: randomToken())
         }
+        answer.headers.add("Allow", allowedMethods)
+        return answer
     }
 
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once

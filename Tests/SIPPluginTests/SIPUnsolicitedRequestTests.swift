@@ -1,0 +1,33 @@
+import Testing
+
+@testable import SIPPlugin
+
+/// What the agent answers to requests it did not ask for (RFC 3261 §8.2.1, §9.2, §15.1.2).
+struct SIPUnsolicitedRequestTests {
+    static func request(_ method: String) -> SIPMessage {
+        var request = SIPMessage.request(method, uri: "sip:alice@198.18.0.2:5060")
+        request.headers.add("Via", "SIP/2.0/UDP 198.18.0.1:5060;branch=z9hG4bKpeer")
+        request.headers.add("From", "<sip:bob@198.18.0.1>;tag=peer")
+        request.headers.add("To", "<sip:alice@198.18.0.2>")
+        request.headers.add("Call-ID", "unsolicited-1")
+        request.headers.add("CSeq", "1 \(method)")
+        return request
+    }
+
+    @Test(arguments: [
+        ("OPTIONS", 200), ("INVITE", 405), ("MESSAGE", 405), ("REFER", 405), ("CANCEL", 481), ("BYE", 481),
+        ("FROBNICATE", 501),
+    ])
+    func eachMethodGetsTheAnswerItsRoleCalls(method: String, status: Int) throws {
+        let answer = try #require(SIPUserAgent.immediateAnswer(to: Self.request(method)))
+        #expect(answer.status == status)
+        #expect(answer.headers["Call-ID"] == "unsolicited-1")
+        #expect(answer.cseq?.method == method)
+        // 200 to OPTIONS and 405 say what this agent does accept.
+        if status == 200 || status == 405 { #expect(answer.headers["Allow"] == "ACK, NOTIFY, OPTIONS") }
+    }
+
+    @Test func anACKIsNeverAnswered() {
+        #expect(SIPUserAgent.immediateAnswer(to: Self.request("ACK")) == nil)
+    }
+}
