@@ -127,4 +127,24 @@ struct HTTPGatePluginTests {
         #expect(gate.inFlight == 0)
         try await drain.value
     }
+
+    @Test func twentyConcurrentRequestsAreCountedExactlyAndTheDrainWaitsForAll() async throws {
+        let server = try await SlowHTTPServer.start()
+        defer { Task { await server.stop() } }
+        let gate = HTTPGate(service: service, logger: testLogger)
+        let plugin = HTTPGatePlugin(gates: [gate])
+        try await plugin.perform(action(.openHTTP, service, trigger: .started), context: context())
+        let requests = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<20 { group.addTask { try await get(server.url(slowMilliseconds: 500), through: gate) } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        #expect(try await eventually { server.requests == 20 && gate.inFlight == 20 })
+
+        try await plugin.perform(action(.drainHTTP, service), context: context())
+        #expect(gate.inFlight == 0)
+        #expect(try await requests.value == Array(repeating: 200, count: 20))
+        #expect(server.requests == 20)
+    }
 }

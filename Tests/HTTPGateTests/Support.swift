@@ -11,10 +11,12 @@ let testLogger: Logger = {
     return logger
 }()
 
-/// A real client: URLSession, one connection per request (the server closes each), no cache.
+/// A real client: URLSession, one connection per request (the server closes each), up to 32 at
+/// once, no cache.
 let client: URLSession = {
     let configuration = URLSessionConfiguration.ephemeral
     configuration.timeoutIntervalForRequest = 20
+    configuration.httpMaximumConnectionsPerHost = 32
     configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
     return URLSession(configuration: configuration)
 }()
