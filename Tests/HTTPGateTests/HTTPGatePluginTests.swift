@@ -1,5 +1,6 @@
 import HTTPGate
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 /// The gate and its plugin with a real URLSession against a real HTTP/1.1 server on loopback.
@@ -146,5 +147,31 @@ struct HTTPGatePluginTests {
         #expect(gate.inFlight == 0)
         #expect(try await requests.value == Array(repeating: 200, count: 20))
         #expect(server.requests == 20)
+    }
+
+    /// The drain's deadline runs on the clock the plugin was given, not the wall clock.
+    @Test func theDrainDeadlineRunsOnTheInjectedClock() async throws {
+        let server = try await SlowHTTPServer.start()
+        defer { Task { await server.stop() } }
+        let clock = ManualClock()
+        let gate = HTTPGate(service: service, logger: testLogger)
+        let plugin = HTTPGatePlugin(gates: [gate], clock: clock)
+        try await plugin.perform(action(.openHTTP, service, trigger: .started), context: context())
+        let slow = Task { try await get(server.url(slowMilliseconds: 10_000), through: gate) }
+        #expect(try await eventually { server.requests == 1 && gate.inFlight == 1 })
+
+        let manualContext = PluginContext(
+            logger: testLogger, deadline: clock.now + .seconds(10), network: .empty,
+            path: NetworkPath(status: .satisfied), epoch: .initial, now: clock.now)
+        let drain = Task { try await plugin.perform(action(.drainHTTP, service), context: manualContext) }
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.nextDeadline == clock.now + .seconds(9))
+        clock.advance(by: .seconds(9))
+        let error = await #expect(throws: PluginError.self) { try await drain.value }
+        #expect(error?.message.contains("1 request(s) still running") == true)
+
+        slow.cancel()
+        _ = await slow.result
+        #expect(gate.inFlight == 0)
     }
 }

@@ -8,7 +8,7 @@ import Testing
 /// The plugin under the real `ResilienceManager` with the default policy, on the continuous clock,
 /// against the loopback server.
 @Suite(.timeLimit(.minutes(1)))
-struct ManagerDefaultPolicyTests {
+struct HTTPGateManagerTests {
     @Test func backgroundDrainsAndRefusesThenForegroundReopens() async throws {
         let server = try await SlowHTTPServer.start()
         defer { Task { await server.stop() } }
