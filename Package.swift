@@ -21,6 +21,7 @@ let package = Package(
         .library(name: "NetResilience", targets: ["NetResilience"]),
         .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
         .library(name: "SIPPlugin", targets: ["SIPPlugin"]),
+        .library(name: "HTTPGate", targets: ["HTTPGate"]),
         .executable(name: "netres", targets: ["ResilienceCLI"]),
         .executable(name: "netres-bench", targets: ["NetresBench"]),
     ],
@@ -84,6 +85,10 @@ let package = Package(
             path: "Plugins/SIPPlugin",
             swiftSettings: strictSettings
         ),
+        // A gate around the app's HTTP client: drain-http and open-http.
+        .target(
+            name: "HTTPGate", dependencies: ["ResilienceCore", log], path: "Plugins/HTTPGate",
+            swiftSettings: strictSettings),
         // `netres run`: config file, assembly, control socket, push-token store.
         .target(
             name: "ResilienceDaemon",
@@ -159,6 +164,16 @@ let package = Package(
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "HTTPGateTests",
+            // A real HTTP/1.1 server (NIOHTTP1) and URLSession on loopback.
+            dependencies: [
+                "HTTPGate", "ResilienceCore", "ResilienceRuntime", "ResilienceTesting", log, lifecycle,
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strictSettings
         ),
     ]
