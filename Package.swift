@@ -119,8 +119,8 @@ let package = Package(
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
         ),
-        // posix_spawn for tests and benchmarks that drive real processes (ip, Kamailio, netres).
-        .target(name: "ChildProcesses", path: "Tests/ChildProcesses", swiftSettings: strictSettings),
+        // posix_spawn without a shell: hook scripts, and tests and benchmarks that drive real processes.
+        .target(name: "ChildProcesses", swiftSettings: strictSettings),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",

@@ -34,9 +34,11 @@ public struct ChildProcess: Sendable {
     ///   - output: standard output, appended to (created 0644), or truncated when `truncate`;
     ///     nil keeps this process's own.
     ///   - errors: standard error.
+    ///   - environment: nil inherits this process's environment; otherwise the child gets exactly
+    ///     these variables, plus ``defaultPath`` as `PATH` unless they name one.
     public init(
         _ argv: [String], input: String = "/dev/null", output: String?, errors: Errors = .output,
-        truncate: Bool = false, newProcessGroup: Bool = false
+        truncate: Bool = false, newProcessGroup: Bool = false, environment: [String: String]? = nil
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -70,8 +72,15 @@ public struct ChildProcess: Sendable {
 
         let arguments = argv.map { strdup($0) } + [nil]
         defer { for argument in arguments { free(argument) } }
+        let variables = environment.map { Self.entries($0) }
+        defer { for variable in variables ?? [] { free(variable) } }
         var child = pid_t()
-        let result = posix_spawn(&child, argv[0], &actions, &attributes, arguments, environ)
+        let result =
+            if let variables {
+                posix_spawn(&child, argv[0], &actions, &attributes, arguments, variables + [nil])
+            } else {
+                posix_spawn(&child, argv[0], &actions, &attributes, arguments, environ)
+            }
         guard result == 0 else {
             throw SpawnFailed(description: "spawn \(argv[0]): \(String(cString: strerror(result)))")
         }
@@ -85,11 +94,28 @@ public struct ChildProcess: Sendable {
         return result == pid || result < 0
     }
 
+    /// The child's raw wait status once it has exited (reaping it), nil while it runs or when it
+    /// was already reaped elsewhere.
+    public func exitStatus() -> Int32? {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid ? status : nil
+    }
+
     /// Blocks until the child exits and returns its raw wait status (0: exited with status 0).
     public func waitForExit() -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
+    }
+
+    /// `PATH` of a child given an environment without one.
+    public static let defaultPath = "/usr/sbin:/usr/bin:/sbin:/bin"
+
+    /// `NAME=value` strings (strdup'ed, sorted by name) of `environment` plus the default `PATH`.
+    private static func entries(_ environment: [String: String]) -> [UnsafeMutablePointer<CChar>?] {
+        var all = environment
+        if all["PATH"] == nil { all["PATH"] = defaultPath }
+        return all.sorted { $0.key < $1.key }.map { strdup("\($0.key)=\($0.value)") }
     }
 
     /// glibc ≥ 2.34's `posix_spawn_file_actions_addclosefrom_np`, which Swift's Glibc module
