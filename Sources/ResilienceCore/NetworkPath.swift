@@ -28,6 +28,9 @@ public struct NetworkPath: Hashable, Sendable, Codable {
     }
 
     public var isSatisfied: Bool { status == .satisfied }
+
+    /// `satisfied` or `unsatisfied`, as `netres watch`, `netres status` and hooks print it.
+    public var statusWord: String { isSatisfied ? "satisfied" : "unsatisfied" }
 }
 
 /// A named interface.

@@ -1,4 +1,4 @@
-import ResilienceCore
+public import ResilienceCore
 public import ResilienceRuntime
 
 /// Renders one ``ResilienceEvent`` as one log line of `netres run`.

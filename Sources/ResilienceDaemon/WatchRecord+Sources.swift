@@ -83,10 +83,6 @@ extension WatchRecord {
     }
 }
 
-extension NetworkPath {
-    public var statusWord: String { isSatisfied ? "satisfied" : "unsatisfied" }
-}
-
 extension InterfaceAddress {
     fileprivate var flagWords: String {
         isDadFailed ? "dadfailed" : isTentative ? "tentative" : "usable"

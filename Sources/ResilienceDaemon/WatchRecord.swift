@@ -1,4 +1,4 @@
-import ResilienceCore
+public import ResilienceCore
 
 /// One line of `netres watch` output, from a transition or a raw event, with stable fields.
 ///

@@ -1,5 +1,4 @@
 internal import Glibc
-import ResilienceCore
 
 /// Maps the library's `ContinuousClock` instants to wall-clock RFC 3339 timestamps and to
 /// CLOCK_MONOTONIC nanoseconds, for log lines.
