@@ -100,6 +100,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // Hook scripts run on path transitions.
+        .target(
+            name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", log],
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "ResilienceCLI",
             dependencies: [
@@ -145,6 +149,9 @@ let package = Package(
             dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
             swiftSettings: strictSettings
         ),
+        .testTarget(
+            name: "ResilienceHooksTests", dependencies: ["ResilienceHooks", "ResilienceCore", log],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceCLITests",
             dependencies: ["ResilienceCore"],
