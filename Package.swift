@@ -94,7 +94,7 @@ let package = Package(
             name: "ResilienceDaemon",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "SIPPlugin", .product(name: "Yams", package: "Yams"), log, lifecycle,
+                "SIPPlugin", "ResilienceHooks", .product(name: "Yams", package: "Yams"), log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ],
@@ -108,7 +108,7 @@ let package = Package(
             name: "ResilienceCLI",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "ResilienceDaemon",
+                "ResilienceDaemon", "ResilienceHooks",
                 log, lifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],

@@ -3,6 +3,7 @@ import Logging
 import NetlinkMonitor
 import ResilienceCore
 import ResilienceDaemon
+import ResilienceHooks
 import ServiceLifecycle
 import UnixSignals
 
@@ -16,17 +17,37 @@ extension ResilienceCommand {
                 Lines start with an RFC 3339 timestamp. With --json every line is a JSON object with the \
                 keys ts, mono_ns, seq, kind (transition|event), event, iface, ifindex, from, to, reason, \
                 addresses, synthesized and downtime_ms. Stops cleanly on SIGINT or SIGTERM.
+
+                With --hooks DIR every executable file of DIR runs (sorted by name, without a shell, one \
+                at a time) on each transition printed, with NETRES_EVENT, NETRES_REASON, NETRES_CHANGE, \
+                NETRES_STATUS, NETRES_INTERFACE, NETRES_IFINDEX, NETRES_ADDRESSES, NETRES_DOWNTIME_MS and \
+                NETRES_TIME in its environment. While hooks run, newer transitions replace older waiting ones.
                 """
         )
 
         @OptionGroup var monitor: MonitorOptions
         @Flag(help: "Print JSON Lines instead of human-readable lines.") var json = false
         @Flag(help: "Also print every raw netlink event (link, address, default route, resync).") var raw = false
+        @Option(help: ArgumentHelp("Run the executables of this directory on each transition.", valueName: "dir"))
+        var hooks: String?
+        @Option(help: ArgumentHelp("How long one hook may run before it is killed.", valueName: "duration"))
+        var hookTimeout: DurationArgument = DurationArgument(.seconds(10))
+
+        func validate() throws {
+            guard hookTimeout.duration > .zero else { throw ValidationError("--hook-timeout must be positive") }
+        }
 
         func run() async throws {
             let logger = monitor.makeLogger()
+            let runner = try hooks.map { directory in
+                guard HookRunner.isDirectory(directory) else {
+                    printError("netres: --hooks \(directory) is not a directory")
+                    throw ExitCode(2)
+                }
+                return HookRunner(directory: directory, timeout: hookTimeout.duration, logger: logger)
+            }
             let netlink = try await monitor.startMonitor(logger: logger)
-            let printer = WatchPrinter(monitor: netlink, json: json, raw: raw)
+            let printer = WatchPrinter(monitor: netlink, json: json, raw: raw, hooks: runner)
             let group = ServiceGroup(
                 configuration: .init(
                     services: [.init(service: printer)],
@@ -35,6 +56,7 @@ extension ResilienceCommand {
                 )
             )
             try await group.run()
+            await runner?.stop()
             await netlink.shutdown()
         }
     }
@@ -45,6 +67,8 @@ struct WatchPrinter: Service {
     let monitor: NetlinkMonitor
     let json: Bool
     let raw: Bool
+    /// Runs hooks on each transition printed; nil runs none.
+    let hooks: HookRunner?
 
     func run() async throws {
         let clock = WallClock()
@@ -52,6 +76,7 @@ struct WatchPrinter: Service {
         let transitions = monitor.transitions()
         let events = raw ? monitor.events() : nil
         let names = InterfaceNames(monitor.snapshot())
+        let hooks = hooks
         let render: @Sendable (WatchRecord) -> String = { [json] in
             json ? $0.json(clock: clock) : $0.human(clock: clock)
         }
@@ -62,6 +87,7 @@ struct WatchPrinter: Service {
                     for await transition in transitions {
                         seq += 1
                         await out.write(render(WatchRecord(transition, seq: seq)))
+                        hooks?.submit(transition)
                     }
                 }
                 if let events {

@@ -1,6 +1,7 @@
 public import Logging
 import NetlinkMonitor
 public import ResilienceCore
+import ResilienceHooks
 public import ResiliencePolicyFile
 import ResilienceRules
 public import ResilienceRuntime
@@ -19,6 +20,8 @@ public import UnixSignals
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
+///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
     public typealias Output = @Sendable (String) async -> Void
 
@@ -30,6 +33,7 @@ public final class Daemon: Sendable {
     let book = OutcomeBook()
     let events: AsyncStream<ResilienceEvent>
     let logger: Logger
+    let hooks: HookRunner?
 
     /// - Parameters:
     ///   - source: the network; nil for a `NetlinkMonitor` with the config's interfaces and hold-down.
@@ -67,6 +71,7 @@ public final class Daemon: Sendable {
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
             configuration: .init(shutdownTimeout: shutdownTimeout), logger: logger)
         self.events = manager.events()
+        self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
 
     /// Starts netlink (when the daemon owns the monitor) and registers every service.
@@ -76,8 +81,11 @@ public final class Daemon: Sendable {
         for service in plugin.services { await manager.register(service) }
     }
 
-    /// Stops netlink; call after the service group returned.
-    public func stop() async { await monitor?.shutdown() }
+    /// Stops netlink and hooks (a running hook gets its timeout); call after the service group returned.
+    public func stop() async {
+        await monitor?.shutdown()
+        await hooks?.stop()
+    }
 
     /// The services to run, in start order (shut down in reverse).
     public var services: [any Service] {
@@ -141,6 +149,8 @@ struct EventFollower: Service {
             case .action(let action):
                 await daemon.book.record(action)
                 if action.outcome == .succeeded { await reportExpiry(of: action) }
+            case .transition(let transition):
+                daemon.hooks?.submit(transition)
             default:
                 break
             }

@@ -24,11 +24,13 @@ public struct DaemonConfig: Hashable, Sendable {
     /// Policy file; nil means the built-in default policy.
     public var policyPath: String?
     public var accounts: [DaemonAccount]
+    /// Hook scripts run on every path transition; nil runs none.
+    public var hooks: HooksConfig?
 
     public init(
         logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
-        policyPath: String? = nil, accounts: [DaemonAccount] = []
+        policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil
     ) {
         self.logFormat = logFormat
         self.controlSocket = controlSocket
@@ -37,6 +39,7 @@ public struct DaemonConfig: Hashable, Sendable {
         self.appState = appState
         self.policyPath = policyPath
         self.accounts = accounts
+        self.hooks = hooks
     }
 
     public static let defaultControlSocket = "/run/netres/control.sock"
@@ -67,5 +70,18 @@ public struct PushConfig: Hashable, Sendable {
         self.provider = provider
         self.param = param
         self.tokenFile = tokenFile
+    }
+}
+
+/// Where hook scripts live and how long each may run.
+///
+/// Invariant: `directory` is absolute and was a directory when the config was read.
+public struct HooksConfig: Hashable, Sendable {
+    public var directory: String
+    public var timeout: Duration
+
+    public init(directory: String, timeout: Duration = .seconds(10)) {
+        self.directory = directory
+        self.timeout = timeout
     }
 }

@@ -1,5 +1,6 @@
 internal import Foundation
 import ResilienceCore
+import ResilienceHooks
 public import ResiliencePolicyFile
 import SIPPlugin
 import Yams
@@ -49,6 +50,7 @@ public enum DaemonConfigFile {
                     value, kind: "app state", among: AppState.allCases.map(\.rawValue)
                 ) { AppState(rawValue: $0) }
             case "policy": config.policyPath = resolve(try reader.scalar(value, expected: "a policy file path"))
+            case "hooks": config.hooks = try hooks(value, reader: reader, resolve: resolve)
             default:  // accounts
                 guard case .sequence(let items) = value else {
                     throw reader.fail(
@@ -71,8 +73,31 @@ public enum DaemonConfigFile {
     }
 
     static let topKeys = [
-        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "accounts",
+        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "accounts",
     ]
+
+    /// Reads `hooks: { directory, timeout }`; the directory must exist.
+    static func hooks(
+        _ node: Node, reader: PolicyReader, resolve: (String) -> String
+    ) throws(PolicyFileError) -> HooksConfig {
+        let entries = try reader.mapping(node, keys: ["directory", "timeout"], what: "hooks")
+        let directoryNode = try reader.require("directory", in: entries, of: node, what: "hooks")
+        let directory = resolve(try reader.scalar(directoryNode, expected: "a directory of hook scripts"))
+        guard HookRunner.isDirectory(directory) else {
+            throw reader.fail(
+                .unreadable, at: directoryNode, "\(directory) is not a directory",
+                expected: "an existing directory of hook scripts")
+        }
+        var config = HooksConfig(directory: directory)
+        if let timeout = entries.first(where: { $0.key == "timeout" }) {
+            config.timeout = try reader.duration(timeout.value, what: "hooks timeout")
+            guard config.timeout > .zero else {
+                throw reader.fail(
+                    .invalidValue, at: timeout.value, "hooks timeout must be positive", expected: "a duration like 10s")
+            }
+        }
+        return config
+    }
 }
 
 /// Reads one entry of `accounts:`.

@@ -84,6 +84,13 @@ struct DaemonConfigFileTests {
             "keep-alive too short", account("password: x\n    keep-alive: 0\n"), .invalidValue, 7, 17,
             "between 1s and 1h"
         ),
+        ("hooks missing", "hooks: { directory: /nonexistent }\naccounts: []\n", .unreadable, 1, 21, "not a directory"),
+        ("hooks on a file", "hooks: { directory: /etc/passwd }\naccounts: []\n", .unreadable, 1, 21, "not a directory"),
+        ("hooks without directory", "hooks: { timeout: 1s }\naccounts: []\n", .missingKey, 1, 8, "directory"),
+        (
+            "hooks zero timeout", "hooks: { directory: /tmp, timeout: 0 }\naccounts: []\n", .invalidValue, 1, 36,
+            "must be positive"
+        ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
         ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
     ]
@@ -105,6 +112,16 @@ struct DaemonConfigFileTests {
             if line > 0 { #expect((error.line, error.column) == (line, column), "\(what): \(error)") }
             #expect(error.description.contains(fragment), "\(what): \(error)")
         }
+    }
+
+    @Test func hooksNameAnExistingDirectoryResolvedAgainstTheConfigWithATimeout() throws {
+        let config = try DaemonConfigFile.parse(
+            "hooks: { directory: bin, timeout: 3s }\naccounts: []\n", file: "netres.yaml", directory: "/usr")
+        #expect(config.hooks == HooksConfig(directory: "/usr/bin", timeout: .seconds(3)))
+        let defaults = try DaemonConfigFile.parse(
+            "hooks: { directory: /tmp }\naccounts: []\n", file: "netres.yaml", directory: "/etc")
+        #expect(defaults.hooks == HooksConfig(directory: "/tmp", timeout: .seconds(10)))
+        #expect(try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/etc").hooks == nil)
     }
 
     @Test func keepAliveDefaultsPerTransportAndCanBeTurnedOff() throws {
