@@ -81,12 +81,17 @@ final class WatchProcess: Sendable {
     private let process: Process
     private let output = Output()
 
-    init(namespace: String, arguments: [String]) throws {
+    /// - Parameter errorLog: a file that receives standard error; nil keeps the test's own.
+    init(namespace: String, arguments: [String], errorLog: String? = nil) throws {
         process = Process()
         process.executableURL = URL(fileURLWithPath: NetworkNamespace.ipPath ?? "/usr/sbin/ip")
         process.arguments = ["netns", "exec", namespace, WatchCommandTests.netres] + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
+        if let errorLog {
+            _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: errorLog)
+        }
         try process.run()
         let handle = pipe.fileHandleForReading
         Thread { [output] in
