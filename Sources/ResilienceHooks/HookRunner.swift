@@ -20,8 +20,6 @@ internal import Synchronization
 public final class HookRunner: Sendable {
     public let directory: String
     public let timeout: Duration
-    private let logger: Logger
-    private let clock: WallClock
     private let continuation: AsyncStream<PathTransition>.Continuation
     private let flags: Flags
     private let worker: Task<Void, Never>
@@ -36,8 +34,6 @@ public final class HookRunner: Sendable {
     public init(directory: String, timeout: Duration = .seconds(10), clock: WallClock = WallClock(), logger: Logger) {
         self.directory = directory
         self.timeout = timeout
-        self.logger = logger
-        self.clock = clock
         let (stream, continuation) = AsyncStream.makeStream(
             of: PathTransition.self, bufferingPolicy: .bufferingNewest(1))
         self.continuation = continuation
@@ -134,7 +130,8 @@ struct HookRun: Sendable {
         let status = await wait(for: child, until: .now + timeout)
         // Whatever the hook left behind in its group goes with it.
         kill(-child.pid, SIGKILL)
-        metadata["output"] = "\(Self.tail(of: outputPath))"
+        let output = Self.tail(of: outputPath)
+        if !output.isEmpty { metadata["output"] = "\(output)" }
         switch status {
         case nil:
             metadata["timeout"] = "\(DurationText.format(timeout))"
@@ -172,7 +169,8 @@ struct HookRun: Sendable {
         return signal == 0 ? "exit \((status >> 8) & 0xff)" : "signal \(signal)"
     }
 
-    /// The last ``HookRunner/loggedLines`` lines of the file at `path`, read from its last bytes.
+    /// The last ``HookRunner/loggedLines`` lines of the file at `path`, read from its last bytes,
+    /// joined by ` | ` so that one hook run stays one log line (a hook cannot forge log lines).
     static func tail(of path: String) -> String {
         guard let file = FileHandle(forReadingAtPath: path) else { return "" }
         defer { try? file.close() }
@@ -180,6 +178,6 @@ struct HookRun: Sendable {
         try? file.seek(toOffset: size > UInt64(HookRunner.loggedBytes) ? size - UInt64(HookRunner.loggedBytes) : 0)
         let data = (try? file.readToEnd()) ?? Data()
         let lines = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline)
-        return lines.suffix(HookRunner.loggedLines).joined(separator: "\n")
+        return lines.suffix(HookRunner.loggedLines).joined(separator: " | ")
     }
 }
