@@ -159,7 +159,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ResilienceDaemonTests",
-            dependencies: ["ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin"],
+            dependencies: [
+                "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin", "ResilienceTesting", log,
+                lifecycle,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
