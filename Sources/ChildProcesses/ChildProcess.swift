@@ -94,11 +94,11 @@ public struct ChildProcess: Sendable {
         return result == pid || result < 0
     }
 
-    /// The child's raw wait status once it has exited (reaping it), nil while it runs or when it
-    /// was already reaped elsewhere.
-    public func exitStatus() -> Int32? {
-        var status: Int32 = 0
-        return waitpid(pid, &status, WNOHANG) == pid ? status : nil
+    /// Whether the child has exited, without reaping it: its pid (and so its process group id)
+    /// stays reserved, so signalling `-pid` cannot reach an unrelated process.
+    public func hasExitedUnreaped() -> Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_signo == SIGCHLD
     }
 
     /// Blocks until the child exits and returns its raw wait status (0: exited with status 0).

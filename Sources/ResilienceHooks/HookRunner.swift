@@ -128,8 +128,6 @@ struct HookRun: Sendable {
             return
         }
         let status = await wait(for: child, until: .now + timeout)
-        // Whatever the hook left behind in its group goes with it.
-        kill(-child.pid, SIGKILL)
         let output = Self.tail(of: outputPath)
         if !output.isEmpty { metadata["output"] = "\(output)" }
         switch status {
@@ -154,10 +152,15 @@ struct HookRun: Sendable {
         return nil
     }
 
-    /// Polls every 20 ms until the child exits (its status) or `deadline` passes (nil).
+    /// Polls every 20 ms until the child exits (its status) or `deadline` passes (nil). Before
+    /// the child is reaped, whatever it left in its process group is killed (the group id cannot
+    /// have been reused yet).
     private func poll(_ child: ChildProcess, until deadline: ContinuousClock.Instant) async -> Int32? {
         while true {
-            if let status = child.exitStatus() { return status }
+            if child.hasExitedUnreaped() {
+                kill(-child.pid, SIGKILL)
+                return child.waitForExit()
+            }
             if ContinuousClock.now >= deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
         }

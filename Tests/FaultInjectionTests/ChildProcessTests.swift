@@ -27,6 +27,30 @@ struct ChildProcessTests {
         #expect(!descriptors.contains(Int(high)), "the child inherited descriptor \(high): \(descriptors)")
     }
 
+    @Test func aGivenEnvironmentIsExactlyThoseVariablesPlusTheDefaultPath() throws {
+        let output = temporaryPath()
+        defer { unlink(output) }
+        let given = try ChildProcess(["/usr/bin/env"], output: output, environment: ["NETRES_EVENT": "lost"])
+        #expect(given.waitForExit() == 0)
+        #expect(
+            try String(contentsOfFile: output, encoding: .utf8)
+                == "NETRES_EVENT=lost\nPATH=\(ChildProcess.defaultPath)\n")
+
+        let ownPath = try ChildProcess(["/usr/bin/env"], output: output, truncate: true, environment: ["PATH": "/bin"])
+        #expect(ownPath.waitForExit() == 0)
+        #expect(try String(contentsOfFile: output, encoding: .utf8) == "PATH=/bin\n")
+    }
+
+    @Test func anExitedChildIsSeenWithoutBeingReapedUntilWaitedFor() async throws {
+        let child = try ChildProcess(["/bin/sleep", "30"], output: nil)
+        #expect(!child.hasExitedUnreaped())
+        kill(child.pid, SIGTERM)
+        for _ in 0..<500 where !child.hasExitedUnreaped() { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(child.hasExitedUnreaped())
+        #expect(kill(child.pid, 0) == 0, "not reaped yet: the pid is still this child's")
+        #expect(child.waitForExit() & 0x7f == SIGTERM)
+    }
+
     @Test func standardErrorCanGoToItsOwnFileAndTheStatusIsTheChildsOwn() throws {
         let (output, errors) = (temporaryPath(), temporaryPath())
         defer { for path in [output, errors] { unlink(path) } }
