@@ -32,6 +32,28 @@ func get(_ url: String, through gate: HTTPGate) async throws -> Int {
     try await gate.perform { try await fetch(url) }
 }
 
+/// Runs `body` against a fresh loopback server and stops the server afterwards, awaited, also
+/// when `body` throws.
+func withSlowServer<T>(_ body: (SlowHTTPServer) async throws -> T) async throws -> T {
+    let server = try await SlowHTTPServer.start()
+    do {
+        let result = try await body(server)
+        await server.stop()
+        return result
+    } catch {
+        await server.stop()
+        throw error
+    }
+}
+
+/// A plugin over `gate` (and `clock`), with the gate opened as the default policy opens it at start.
+func openedPlugin<C: Clock>(_ gate: HTTPGate, clock: C = ContinuousClock()) async throws -> HTTPGatePlugin
+where C.Instant == ContinuousClock.Instant, C.Duration == Duration {
+    let plugin = HTTPGatePlugin(gates: [gate], clock: clock)
+    try await plugin.perform(action(.openHTTP, gate.service, trigger: .started), context: context())
+    return plugin
+}
+
 /// A context whose deadline is `timeout` from now on the continuous clock.
 func context(timeout: Duration = .seconds(20)) -> PluginContext {
     let now = ContinuousClock.now
