@@ -64,7 +64,7 @@ let package = Package(
         // Fakes for users' own tests: scripted network, recording plugin, manual clock.
         .target(
             name: "ResilienceTesting",
-            dependencies: ["ResilienceCore", "ResilienceRuntime", log],
+            dependencies: ["ResilienceCore", log],
             swiftSettings: strictSettings
         ),
         // Umbrella a client stack imports.

@@ -17,8 +17,8 @@ public final class SIPPlugin: ResiliencePlugin {
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
     /// Each agent's lost flows, as the services that rode on them; the newest few are kept when
     /// the manager falls behind (a later report names the same services).
-    public let flowLosses: AsyncStream<[ServiceID]>
-    private let lossContinuation: AsyncStream<[ServiceID]>.Continuation
+    public let reports: AsyncStream<PluginReport>
+    private let reportContinuation: AsyncStream<PluginReport>.Continuation
 
     /// The presence the next `publish-presence` action publishes.
     public var presence: PresenceDocument {
@@ -38,15 +38,15 @@ public final class SIPPlugin: ResiliencePlugin {
     public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
         self.accounts = accounts
         self.logger = logger
-        let (losses, lossContinuation) = AsyncStream.makeStream(
-            of: [ServiceID].self, bufferingPolicy: .bufferingNewest(8))
-        self.flowLosses = losses
-        self.lossContinuation = lossContinuation
+        let (reports, reportContinuation) = AsyncStream.makeStream(
+            of: PluginReport.self, bufferingPolicy: .bufferingNewest(8))
+        self.reports = reports
+        self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
         var routes: [ServiceID: Route] = [:]
         for account in accounts {
             agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger) { services in
-                lossContinuation.yield(services)
+                reportContinuation.yield(.flowLost(services))
             }
             routes[account.registrationService] = .registration(account: account.name)
             if account.publishesPresence {
@@ -129,6 +129,6 @@ public final class SIPPlugin: ResiliencePlugin {
     public func run() async throws {
         try? await gracefulShutdown()
         for agent in agents.values { await agent.close() }
-        lossContinuation.finish()
+        reportContinuation.finish()
     }
 }

@@ -27,19 +27,18 @@ public protocol ResiliencePlugin: Service {
     /// - Throws: ``PluginError`` for expected failures; `CancellationError` when cancelled.
     func perform(_ action: PlannedAction, context: PluginContext) async throws
 
-    /// Services whose flow failed between actions (the server closed it, a keep-alive went
-    /// unanswered, the server's port was unreachable), as the plugin notices it. The manager reads
-    /// it once and turns each report into a `flow.lost` trigger, throttled per service by the
-    /// backoff. A flow the plugin closed itself (address change, shutdown) is never reported.
-    var flowLosses: AsyncStream<[ServiceID]> { get }
+    /// What the plugin tells the manager between actions: lost flows, services that changed
+    /// (a granted expiry, a keep-alive interval), services that appeared or ended. The manager
+    /// reads it once, from ``run()``, and applies every report in order (see ``PluginReport``).
+    var reports: AsyncStream<PluginReport> { get }
 }
 
 extension ResiliencePlugin {
     /// Plugins without background work wait for shutdown.
     public func run() async throws { try await gracefulShutdown() }
 
-    /// Plugins without long-lived flows report nothing.
-    public var flowLosses: AsyncStream<[ServiceID]> { AsyncStream { $0.finish() } }
+    /// Plugins that learn nothing between actions report nothing.
+    public var reports: AsyncStream<PluginReport> { AsyncStream { $0.finish() } }
 }
 
 /// What the executor lends a plugin for one action.

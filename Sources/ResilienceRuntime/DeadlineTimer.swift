@@ -1,3 +1,5 @@
+import ResilienceCore
+
 /// The one timer of an actor that keeps a single deadline (the keep-alive scheduler, the
 /// manager's flow-loss release).
 ///

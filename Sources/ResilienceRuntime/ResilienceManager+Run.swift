@@ -17,7 +17,7 @@ extension ResilienceManager {
                 group.addTask { await self.followTransitions() }
                 group.addTask { await self.followKeepAlives() }
                 for plugin in self.plugins {
-                    group.addTask { await self.followFlowLosses(of: plugin) }
+                    group.addTask { await self.followReports(of: plugin) }
                 }
                 group.addTask { await self.processTriggers() }
                 if (try? await gracefulShutdown()) != nil { await self.tearDown() }
@@ -61,8 +61,18 @@ extension ResilienceManager {
         for await trigger in keepAliveDue.stream { enqueue(trigger) }
     }
 
-    private func followFlowLosses(of plugin: any ResiliencePlugin) async {
-        for await lost in plugin.flowLosses { flowLost(lost) }
+    private func followReports(of plugin: any ResiliencePlugin) async {
+        for await report in plugin.reports { await apply(report) }
+    }
+
+    /// Applies one plugin report (see ``PluginReport``).
+    func apply(_ report: PluginReport) async {
+        switch report {
+        case .flowLost(let lost): flowLost(lost)
+        case .serviceChanged(let service), .serviceAdded(let service):
+            if services[service.id] == nil { await register(service) } else { await update(service) }
+        case .serviceRemoved(let id): await remove(id)
+        }
     }
 
     /// Passes a loss report through the throttle: what it releases now is decided now, the rest

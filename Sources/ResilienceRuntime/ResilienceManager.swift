@@ -20,7 +20,8 @@ public import ServiceLifecycle
 ///   executor, satisfied or not (the rules plan nothing that needs the network while it is down;
 ///   `network.restored` brings the services up later).
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
-///   run on the manager's clock; each plugin's `flowLosses` stream is read once, by ``run()``.
+///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
+///   and every report is applied in order (``PluginReport``).
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.

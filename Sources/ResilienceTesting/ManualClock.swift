@@ -1,4 +1,4 @@
-public import ResilienceRuntime
+public import ResilienceCore
 import Synchronization
 
 /// A clock that moves only when a test tells it to, so runtime tests never sleep for real.

@@ -10,8 +10,9 @@ import Synchronization
 ///   attempt ended from the plugin's side (it may have "succeeded" after the executor cancelled it:
 ///   the executor's events are what a test asserts on for outcomes).
 /// - It never reads a clock: delays are expressed as gates the test opens with ``release(_:)``.
-/// - ``reportFlowLoss(_:)`` reports through ``flowLosses`` as a plugin whose server dropped a
-///   flow would; reports are buffered until the manager reads them.
+/// - ``reportFlowLoss(_:)`` and ``report(_:)`` report through ``reports`` as a plugin whose
+///   server dropped a flow (or granted a new expiry) would; reports are buffered until the
+///   manager reads them.
 public final class RecordingPlugin: ResiliencePlugin {
     /// How one attempt behaves.
     public enum Behavior: Sendable, Hashable {
@@ -56,11 +57,11 @@ public final class RecordingPlugin: ResiliencePlugin {
     private let state = Mutex(State())
     private let services: Set<ServiceID>?
 
-    private let losses = AsyncStream<[ServiceID]>.makeStream()
+    private let reportStream = AsyncStream<PluginReport>.makeStream()
 
     public let id: String
     public let supportedActions: Set<ActionKind>
-    public var flowLosses: AsyncStream<[ServiceID]> { losses.stream }
+    public var reports: AsyncStream<PluginReport> { reportStream.stream }
 
     /// - Parameters:
     ///   - services: the services it handles; nil for all.
@@ -81,7 +82,10 @@ public final class RecordingPlugin: ResiliencePlugin {
 
     /// Reports that the flow under `services` failed between actions (a `flow.lost` trigger,
     /// throttled by the manager).
-    public func reportFlowLoss(_ services: [ServiceID]) { losses.continuation.yield(services) }
+    public func reportFlowLoss(_ services: [ServiceID]) { report(.flowLost(services)) }
+
+    /// Reports to the manager as a plugin would between actions (a new expiry, a new service).
+    public func report(_ report: PluginReport) { reportStream.continuation.yield(report) }
 
     /// Every attempt so far, in start order.
     public var starts: [Attempt] { state.withLock { $0.starts } }

@@ -1,5 +1,4 @@
 public import ResilienceCore
-public import ResilienceRuntime
 
 /// A ``NetworkEventSource`` a test drives by hand: set the path, emit transitions and raw events.
 ///

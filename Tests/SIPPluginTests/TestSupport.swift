@@ -53,10 +53,13 @@ final class LossRecorder: Sendable {
     func record(_ services: [ServiceID]) { reports.withLock { $0.append(services) } }
 }
 
-/// The first report of `plugin.flowLosses`, or nil after `seconds`.
+/// The first flow loss on `plugin.reports`, or nil after `seconds`.
 func firstLoss(of plugin: SIPPlugin, within seconds: Int = 5) async -> [ServiceID]? {
     await withTaskGroup(of: [ServiceID]?.self) { group in
-        group.addTask { await plugin.flowLosses.first { _ in true } }
+        group.addTask {
+            for await report in plugin.reports { if case .flowLost(let lost) = report { return lost } }
+            return nil
+        }
         group.addTask {
             try? await Task.sleep(for: .seconds(seconds))
             return nil

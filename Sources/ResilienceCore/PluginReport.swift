@@ -1,0 +1,22 @@
+/// What a plugin tells the manager between actions, on ``ResiliencePlugin/reports``.
+///
+/// The manager applies each report as it arrives, in order:
+/// - ``flowLost(_:)`` becomes a `flow.lost` trigger for those services, throttled per service by
+///   the backoff (a server that accepts and drops every flow gets no storm). A flow the plugin
+///   closed itself (address change, shutdown) is never reported.
+/// - ``serviceChanged(_:)`` replaces the service in the manager's table: a new `expires` re-arms
+///   its refresh, a new `keepAliveInterval` its flow ping, a new call state is a
+///   `call.state-changed` trigger. An unknown service is added.
+/// - ``serviceAdded(_:)`` starts tracking a service (an incoming call); ``serviceRemoved(_:)``
+///   stops tracking it (a call that ended). Adding a known service replaces it.
+public enum PluginReport: Hashable, Sendable {
+    /// The flows these services rode on failed: the server closed it, a keep-alive went
+    /// unanswered, the server's port was unreachable.
+    case flowLost([ServiceID])
+    /// The service's state changed (expiry, keep-alive interval, call state).
+    case serviceChanged(ClientService)
+    /// A service the plugin created.
+    case serviceAdded(ClientService)
+    /// A service that ended.
+    case serviceRemoved(ServiceID)
+}
