@@ -56,9 +56,12 @@ public struct PluginContext: Sendable {
     /// When the attempt started, on the runtime's clock: the plugin's "now" for computing
     /// expiries (e.g. a registration's `expires` from the 200 OK's `Expires`) without a clock.
     public var now: ContinuousClock.Instant
+    /// The runtime's clock, lent for the plugin's own timers (transaction retransmissions, drain
+    /// deadlines): a test's `ManualClock` drives them without real time passing.
+    public var clock: any RuntimeClock
 
-    /// Creates a context. The executor always passes `now` from its clock; when it is omitted
-    /// (hand-built contexts in tests) it is `ContinuousClock.now`.
+    /// Creates a context. The executor always passes its clock and `now` from it; when they are
+    /// omitted (hand-built contexts in tests) they are `ContinuousClock()` and its `now`.
     public init(
         logger: Logger,
         deadline: ContinuousClock.Instant,
@@ -66,7 +69,8 @@ public struct PluginContext: Sendable {
         path: NetworkPath,
         epoch: NetworkEpoch,
         attempt: Int = 1,
-        now: ContinuousClock.Instant? = nil
+        now: ContinuousClock.Instant? = nil,
+        clock: any RuntimeClock = ContinuousClock()
     ) {
         self.logger = logger
         self.deadline = deadline
@@ -74,7 +78,8 @@ public struct PluginContext: Sendable {
         self.path = path
         self.epoch = epoch
         self.attempt = attempt
-        self.now = now ?? ContinuousClock.now
+        self.now = now ?? clock.now
+        self.clock = clock
     }
 }
 

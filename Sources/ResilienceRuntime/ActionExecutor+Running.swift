@@ -85,7 +85,7 @@ extension ActionExecutor {
         actionLogger[metadataKey: "epoch"] = "\(queued.epoch)"
         let context = PluginContext(
             logger: actionLogger, deadline: deadline, network: network, path: path, epoch: queued.epoch,
-            attempt: queued.attempt, now: now)
+            attempt: queued.attempt, now: now, clock: clock)
         if queued.attempt == 1 {
             metrics.recordLatency(kind: action.kind, nanoseconds: (now - queued.submittedAt).nanoseconds)
         }
