@@ -36,7 +36,7 @@ public final class Daemon: Sendable {
     let hooks: HookRunner?
 
     /// - Parameters:
-    ///   - source: the network; nil for a `NetlinkMonitor` with the config's interfaces and hold-down.
+    ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
@@ -45,7 +45,7 @@ public final class Daemon: Sendable {
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
-        if let holdDown = config.holdDown { policy.lossHoldDown = holdDown }
+        if let holdDown = config.holdDown { policy.holdDown = holdDown }
         let accounts = config.accounts.map { entry in
             var account = entry.account
             if let push = entry.push, let token = PushTokenStore.read(push.tokenFile) {
@@ -58,8 +58,8 @@ public final class Daemon: Sendable {
         if let source {
             (monitor, network) = (nil, source)
         } else {
-            let owned = NetlinkMonitor(
-                filter: InterfaceFilter(config.interfaces), holdDown: policy.lossHoldDown, logger: logger)
+            // No hold-down here: the manager applies the policy's (the one place it is applied).
+            let owned = NetlinkMonitor(filter: InterfaceFilter(config.interfaces), logger: logger)
             (monitor, network) = (owned, owned)
         }
         self.config = config

@@ -4,7 +4,7 @@ import Yams
 
 extension PolicyReader {
     static let topKeys = [
-        "version", "loss-hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "levels", "rules",
+        "version", "hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "levels", "rules",
         "extra-rules", "services",
     ]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
@@ -25,7 +25,7 @@ extension PolicyReader {
                 guard try scalar(node, expected: "1") == "1" else {
                     throw fail(.invalidValue, at: node, "unsupported version", expected: "1")
                 }
-            case "loss-hold-down": policy.lossHoldDown = try duration(node, what: "loss-hold-down")
+            case "hold-down": policy.holdDown = try duration(node, what: "hold-down")
             case "keep-alive-minimum-interval":
                 policy.keepAliveMinimumInterval = try duration(node, what: "keep-alive-minimum-interval")
             case "refresh-margin": policy.refreshMargin = try duration(node, what: "refresh-margin")

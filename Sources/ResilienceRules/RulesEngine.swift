@@ -14,6 +14,9 @@ public import ResilienceCore
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
+/// - The engine is the ONE owner of the app state, the interruption and network availability:
+///   they change only as triggers are decided (in decision order) and through
+///   ``setNetworkAvailable(_:)``; the runtime reads them here and keeps no copy.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
     public var policy: Policy
@@ -24,14 +27,20 @@ public struct RulesEngine: Sendable, Hashable {
     /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
-    public private(set) var interruptionActive: Bool
+    public private(set) var isInterrupted: Bool
 
     public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
         self.policy = policy
         self.appState = appState
         self.networkAvailable = networkAvailable
         self.callsHeldByInterruption = []
-        self.interruptionActive = false
+        self.isInterrupted = false
+    }
+
+    /// States what the network is before any transition was decided (the source's initial
+    /// path, which is never a trigger).
+    public mutating func setNetworkAvailable(_ available: Bool) {
+        networkAvailable = available
     }
 
     /// Decides the ordered actions for one trigger.
@@ -48,8 +57,8 @@ public struct RulesEngine: Sendable, Hashable {
         case .network: networkAvailable = true
         case .app(let event):
             appState = event.nextState(from: appState)
-            if event == .interrupted { interruptionActive = true }
-            if event == .interruptionEnded { interruptionActive = false }
+            if event == .interrupted { isInterrupted = true }
+            if event == .interruptionEnded { isInterrupted = false }
         case .callStateChanged(let id):
             if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
                 callsHeldByInterruption.remove(id)
@@ -117,7 +126,7 @@ public struct RulesEngine: Sendable, Hashable {
             default: return false
             }
         case .heldByInterruption:
-            return !interruptionActive && callsHeldByInterruption.contains(service.id)
+            return !isInterrupted && callsHeldByInterruption.contains(service.id)
         case .turnedOff:
             return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
         case .turnedOn:

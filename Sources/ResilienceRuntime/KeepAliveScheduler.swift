@@ -45,7 +45,7 @@ public actor KeepAliveScheduler {
     private var intervals: [ServiceID: Duration] = [:]
     private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
     private var random: SplitMix64
-    private var inForeground = true
+    private var inForeground: Bool
     private var lastWakeUp: ContinuousClock.Instant?
     private var timer = DeadlineTimer()
     private var stopped = false
@@ -53,13 +53,17 @@ public actor KeepAliveScheduler {
     /// Timer fires so far (each one a process wake-up).
     public private(set) var wakeUps = 0
 
-    /// - Parameter onDue: called on the scheduler with each wake-up's services due for refresh
-    ///   and for a ping.
+    /// - Parameters:
+    ///   - appState: the app state the wake-ups start in (see ``setAppState(_:)``).
+    ///   - onDue: called on the scheduler with each wake-up's services due for refresh and for a
+    ///     ping.
     public init(
-        clock: any RuntimeClock = ContinuousClock(), configuration: Configuration = Configuration(),
+        clock: any RuntimeClock = ContinuousClock(), appState: AppState = .foreground,
+        configuration: Configuration = Configuration(),
         onDue: @escaping @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
     ) {
         self.clock = clock
+        self.inForeground = appState == .foreground
         self.configuration = configuration
         self.onDue = onDue
         var seeder = SystemRandomNumberGenerator()
@@ -94,7 +98,8 @@ public actor KeepAliveScheduler {
         rearm()
     }
 
-    /// Foreground or not decides whether the minimum background interval applies.
+    /// Foreground or not decides whether the minimum background interval applies. The manager
+    /// passes the rules engine's app state after each app event is decided.
     public func setAppState(_ state: AppState) {
         inForeground = state == .foreground
         rearm()

@@ -22,11 +22,15 @@ public import ServiceLifecycle
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
 ///   and every report is applied in order (``PluginReport``).
+/// - A `lost` waits the policy's ``Policy/holdDown`` (on the manager's clock) before it is
+///   decided, unless the interface went admin-down or away (``HoldDown``); sources do not
+///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
-/// - State-changing calls (`register`, `update`, `handle`) take effect at once for ``status()``;
-///   their triggers are decided once ``run()`` runs.
+/// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
+///   events (`handle`, `setAppState`) once decided: the app state, the interruption and network
+///   availability have one owner, the rules engine, which status and the scheduler read.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
@@ -84,8 +88,6 @@ public actor ResilienceManager: Service {
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
     var services: [ServiceID: ClientService] = [:]
-    var appState: AppState
-    var isInterrupted = false
     var path = NetworkPath(status: .satisfied)
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
@@ -94,10 +96,12 @@ public actor ResilienceManager: Service {
     var hasStarted = false
     var flowLosses: FlowLossThrottle
     var flowLossTimer = DeadlineTimer()
+    var holdDown: HoldDown
+    var holdDownTimer = DeadlineTimer()
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
-    ///   - policy: backoff, keep-alive interval, refresh margin, and the rules' policy.
+    ///   - policy: hold-down, backoff, keep-alive interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
     ///   - clock: every timer of the runtime runs on it.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
@@ -117,7 +121,6 @@ public actor ResilienceManager: Service {
         self.configuration = configuration
         self.logger = logger
         self.customDecide = decide
-        self.appState = appState
         self.rules = RulesEngine(policy: policy, appState: appState)
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
@@ -130,7 +133,7 @@ public actor ResilienceManager: Service {
         let keepAliveDue = AsyncStream<Trigger>.makeStream()
         self.keepAliveDue = keepAliveDue
         self.scheduler = KeepAliveScheduler(
-            clock: clock,
+            clock: clock, appState: rules.appState,
             configuration: KeepAliveScheduler.Configuration(
                 refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.keepAliveMinimumInterval,
                 coalescingWindow: configuration.keepAliveCoalescingWindow, randomSeed: configuration.randomSeed),
@@ -143,29 +146,38 @@ public actor ResilienceManager: Service {
             backoff: policy.backoff, randomSeed: configuration.randomSeed ?? seeder.next())
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.sleepDetector = SleepDetector(asleep: configuration.timeAsleep())
+        self.holdDown = HoldDown(policy.holdDown)
     }
 
     /// Everything from now on; any number of subscribers. Streams finish when ``run()`` returns.
     public nonisolated func events() -> AsyncStream<ResilienceEvent> { broadcast.subscribe() }
 
     /// Reports a lifecycle event of the host app.
+    /// The rules engine (the one owner of app state, interruption and network availability)
+    /// takes it into account when the event is decided, in order with every other trigger.
     public func handle(_ event: AppEvent) async {
-        appState = event.nextState(from: appState)
-        if event == .interrupted { isInterrupted = true }
-        if event == .interruptionEnded { isInterrupted = false }
-        broadcast.yield(.app(event, state: appState))
-        await scheduler.setAppState(appState)
+        broadcast.yield(.app(event, state: event.nextState(from: reportedAppState)))
         enqueue(.app(event))
     }
 
+    /// The app state once every reported app event is decided: the engine's state advanced by
+    /// the app events still queued (derived, never stored).
+    var reportedAppState: AppState {
+        queue.reduce(rules.appState) { state, item in
+            guard case .app(let event) = item.trigger else { return state }
+            return event.nextState(from: state)
+        }
+    }
+
     /// Moves the app to `state`, reporting the events that lead there (`resumed` first when
-    /// leaving `suspended`); nothing when it is already there.
+    /// leaving `suspended`); nothing when it is already there (counting events not yet decided).
     public func setAppState(_ state: AppState) async {
-        guard state != appState else { return }
-        if appState == .suspended { await handle(.resumed) }
+        let current = reportedAppState
+        guard state != current else { return }
+        if current == .suspended { await handle(.resumed) }
         switch state {
-        case .foreground where appState != .foreground: await handle(.enteredForeground)
-        case .background where appState != .background: await handle(.enteredBackground)
+        case .foreground where current != .foreground: await handle(.enteredForeground)
+        case .background where current != .background: await handle(.enteredBackground)
         case .suspended: await handle(.suspending)
         default: break
         }
@@ -208,7 +220,7 @@ public actor ResilienceManager: Service {
     /// A snapshot of the current state.
     public func status() async -> ResilienceStatus {
         ResilienceStatus(
-            path: path, appState: appState, isInterrupted: isInterrupted, epoch: epoch,
+            path: path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
             nextKeepAlive: await scheduler.nextWakeUp, queuedTriggers: queue.count)
     }

@@ -33,13 +33,13 @@ struct DefaultPolicyFileTests {
         ("1h", .seconds(3600)), ("0", .zero), ("1.5s", .milliseconds(1500)),
     ])
     func durationsParseInEveryUnit(text: String, expected: Duration) throws {
-        let document = try PolicyFile.parse("loss-hold-down: \(text)\n", file: "d.yaml")
-        #expect(document.policy.lossHoldDown == expected)
+        let document = try PolicyFile.parse("hold-down: \(text)\n", file: "d.yaml")
+        #expect(document.policy.holdDown == expected)
     }
 
     @Test func settingsAndExtraRulesAreRead() throws {
         let yaml = """
-            loss-hold-down: 0
+            hold-down: 0
             backoff: {initial: 500ms, multiplier: 2, jitter: 0.1, max: 1m}
             keep-alive-minimum-interval: 2m
             refresh-margin: 10s
@@ -54,7 +54,7 @@ struct DefaultPolicyFileTests {
             """
         let document = try PolicyFile.parse(yaml, file: "s.yaml")
         let policy = document.policy
-        #expect(policy.lossHoldDown == .zero)
+        #expect(policy.holdDown == .zero)
         #expect(
             policy.backoff
                 == BackoffPolicy(initial: .milliseconds(500), multiplier: 2, jitter: 0.1, maximum: .seconds(60)))

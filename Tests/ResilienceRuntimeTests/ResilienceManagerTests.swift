@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
@@ -43,8 +44,8 @@ struct ResilienceManagerTests {
         _ services: [ClientService]
     ) async -> (ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
         let manager = ResilienceManager(
-            source: source, plugins: [sip, http], clock: clock, configuration: .init(randomSeed: 7), logger: quiet,
-            decide: testDecide)
+            source: source, policy: Policy(holdDown: .zero), plugins: [sip, http], clock: clock,
+            configuration: .init(randomSeed: 7), logger: quiet, decide: testDecide)
         for service in services { await manager.register(service) }
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -228,5 +229,9 @@ extension ResilienceEvent {
     var isFlapCoalesced: Bool {
         if case .flapCoalesced = self { return true }
         return false
+    }
+    var transition: PathTransition? {
+        if case .transition(let transition) = self { return transition }
+        return nil
     }
 }
