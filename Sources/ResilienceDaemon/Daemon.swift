@@ -14,7 +14,7 @@ public import UnixSignals
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
 /// - A registration's or subscription's granted expiry is reported back to the manager after each
-///   success, which arms the coalesced keep-alive refresh; a registration's keep-alive interval
+///   success, which arms the coalesced refresh; a registration's flow-ping interval
 ///   (the registrar's Flow-Timer, else the account's) arms its flow pings, and unregistering
 ///   stops them.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
@@ -136,7 +136,7 @@ public final class Daemon: Sendable {
     }
 }
 
-/// Logs every manager event and feeds expiries and keep-alive intervals back to the manager; finishes when the manager's
+/// Logs every manager event and feeds expiries and flow-ping intervals back to the manager; finishes when the manager's
 /// event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
@@ -171,12 +171,12 @@ struct EventFollower: Service {
             let status = await agent.registrationStatus
             updated.expires = status.expires.map { event.at + .seconds($0) }
             // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
-            updated.keepAliveInterval = status.keepAliveInterval
+            updated.flowPingInterval = status.flowPingInterval
         case (.subscription, .subscribe), (.subscription, .refreshSubscription):
             updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
         case (.registration, .unregister):
             updated.expires = nil
-            updated.keepAliveInterval = nil
+            updated.flowPingInterval = nil
         case (_, .unregister), (_, .unsubscribe):
             updated.expires = nil
         default:

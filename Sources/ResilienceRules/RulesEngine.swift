@@ -10,7 +10,7 @@ public import ResilienceCore
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
 ///   that needs the network until a `restored` or `changed` trigger (local actions such as
-///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
+///   `drain-http` and `close-stale-transports` still may be).
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
@@ -52,21 +52,7 @@ public struct RulesEngine: Sendable, Hashable {
         -> [PlannedAction]
     {
         let before = appState
-        switch trigger {
-        case .network(.lost): networkAvailable = false
-        case .network: networkAvailable = true
-        case .app(let event):
-            appState = event.nextState(from: appState)
-            if event == .interrupted { isInterrupted = true }
-            if event == .interruptionEnded { isInterrupted = false }
-        case .callStateChanged(let id):
-            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
-                callsHeldByInterruption.remove(id)
-            }
-        case .keepAliveDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
-        }
-        let present = Set(services.map(\.id))
-        callsHeldByInterruption.formIntersection(present)
+        observe(trigger, services: services)
 
         var planned: [PlannedAction] = []
         let name = trigger.name
@@ -90,6 +76,27 @@ public struct RulesEngine: Sendable, Hashable {
         }
         callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
         return batch
+    }
+
+    /// Updates the state the engine owns (app state, interruption, network availability, calls
+    /// held by the interruption) for one trigger, without planning anything. ``decide(_:services:at:)``
+    /// starts with it; a runtime whose decisions come from elsewhere calls it instead, so the
+    /// engine stays the one owner of that state.
+    public mutating func observe(_ trigger: Trigger, services: [ClientService]) {
+        switch trigger {
+        case .network(.lost): networkAvailable = false
+        case .network: networkAvailable = true
+        case .app(let event):
+            appState = event.nextState(from: appState)
+            if event == .interrupted { isInterrupted = true }
+            if event == .interruptionEnded { isInterrupted = false }
+        case .callStateChanged(let id):
+            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
+                callsHeldByInterruption.remove(id)
+            }
+        case .refreshDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
+        }
+        callsHeldByInterruption.formIntersection(Set(services.map(\.id)))
     }
 
     /// The level a service runs at in an app state under the current policy.
@@ -116,13 +123,13 @@ public struct RulesEngine: Sendable, Hashable {
         switch condition {
         case .stale:
             guard let expires = service.expires else { return true }
-            return expires <= now + policy.keepAliveMinimumInterval + policy.refreshMargin
+            return expires <= now + policy.wakeUpMinimumInterval + policy.refreshMargin
         case .due:
-            if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
+            if case .refreshDue(let ids) = trigger { return ids.contains(service.id) }
             return false
         case .affected:
             switch trigger {
-            case .keepAliveDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
+            case .refreshDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
             default: return false
             }
         case .heldByInterruption:

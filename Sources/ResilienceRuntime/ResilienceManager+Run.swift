@@ -15,7 +15,7 @@ extension ResilienceManager {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followTransitions() }
-                group.addTask { await self.followKeepAlives() }
+                group.addTask { await self.followWakeUps() }
                 for plugin in self.plugins {
                     group.addTask { await self.followReports(of: plugin) }
                 }
@@ -86,8 +86,8 @@ extension ResilienceManager {
         rearmHoldDownTimer()
     }
 
-    private func followKeepAlives() async {
-        for await trigger in keepAliveDue.stream { enqueue(trigger) }
+    private func followWakeUps() async {
+        for await trigger in wakeUps.stream { enqueue(trigger) }
     }
 
     private func followReports(of plugin: any ResiliencePlugin) async {
@@ -197,7 +197,10 @@ extension ResilienceManager {
 
     func decide(_ trigger: Trigger, at now: ContinuousClock.Instant) -> [PlannedAction] {
         let list = services.values.sorted { $0.id < $1.id }
-        if let customDecide { return customDecide(trigger, list, now) }
+        if let customDecide {
+            rules.observe(trigger, services: list)
+            return customDecide(trigger, list, now)
+        }
         return rules.decide(trigger, services: list, at: now)
     }
 

@@ -13,7 +13,7 @@ public import ServiceLifecycle
 /// ```
 ///
 /// Invariants:
-/// - Triggers (path transitions, app events, call-state changes, keep-alive wake-ups, flow
+/// - Triggers (path transitions, app events, call-state changes, refresh and flow-ping wake-ups, flow
 ///   losses) are decided one at a time in arrival order, and their actions reach the
 ///   ``ActionExecutor`` in that order.
 /// - `started` is decided exactly once, right after the initial path has been handed to the
@@ -41,9 +41,9 @@ public actor ResilienceManager: Service {
         public var actionTimeout: Duration
         /// How long teardown may take on graceful shutdown.
         public var shutdownTimeout: Duration
-        /// In the foreground, keep-alives due this close together share a wake-up.
-        public var keepAliveCoalescingWindow: Duration
-        /// Seed for backoff, flow-loss and keep-alive jitter (reproducible tests); nil for the
+        /// In the foreground, refreshes and pings due this close together share a wake-up.
+        public var wakeUpCoalescingWindow: Duration
+        /// Seed for backoff, flow-loss and flow-ping jitter (reproducible tests); nil for the
         /// system generator.
         public var randomSeed: UInt64?
         /// Where metrics go; nil for the bootstrapped `MetricsSystem`.
@@ -54,13 +54,13 @@ public actor ResilienceManager: Service {
 
         public init(
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
-            keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
+            wakeUpCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
             metricsFactory: (any MetricsFactory)? = nil,
             timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
-            self.keepAliveCoalescingWindow = keepAliveCoalescingWindow
+            self.wakeUpCoalescingWindow = wakeUpCoalescingWindow
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
             self.timeAsleep = timeAsleep
@@ -82,8 +82,8 @@ public actor ResilienceManager: Service {
     let logger: Logger
     let customDecide: Decide?
     let executor: ActionExecutor
-    let scheduler: KeepAliveScheduler
-    let keepAliveDue: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
+    let scheduler: WakeUpScheduler
+    let wakeUps: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
     let wake: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
@@ -101,7 +101,7 @@ public actor ResilienceManager: Service {
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
-    ///   - policy: hold-down, backoff, keep-alive interval, refresh margin, and the rules' policy.
+    ///   - policy: hold-down, backoff, minimum wake-up interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
     ///   - clock: every timer of the runtime runs on it.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
@@ -130,16 +130,16 @@ public actor ResilienceManager: Service {
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
                 randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
             logger: logger, onEvent: { broadcast.yield(.action($0)) })
-        let keepAliveDue = AsyncStream<Trigger>.makeStream()
-        self.keepAliveDue = keepAliveDue
-        self.scheduler = KeepAliveScheduler(
+        let wakeUps = AsyncStream<Trigger>.makeStream()
+        self.wakeUps = wakeUps
+        self.scheduler = WakeUpScheduler(
             clock: clock, appState: rules.appState,
-            configuration: KeepAliveScheduler.Configuration(
-                refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.keepAliveMinimumInterval,
-                coalescingWindow: configuration.keepAliveCoalescingWindow, randomSeed: configuration.randomSeed),
+            configuration: WakeUpScheduler.Configuration(
+                refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.wakeUpMinimumInterval,
+                coalescingWindow: configuration.wakeUpCoalescingWindow, randomSeed: configuration.randomSeed),
             onDue: { refresh, ping in
-                if !refresh.isEmpty { keepAliveDue.continuation.yield(.keepAliveDue(refresh)) }
-                if !ping.isEmpty { keepAliveDue.continuation.yield(.flowPingDue(ping)) }
+                if !refresh.isEmpty { wakeUps.continuation.yield(.refreshDue(refresh)) }
+                if !ping.isEmpty { wakeUps.continuation.yield(.flowPingDue(ping)) }
             })
         var seeder = SystemRandomNumberGenerator()
         self.flowLosses = FlowLossThrottle(
@@ -188,11 +188,11 @@ public actor ResilienceManager: Service {
     /// The interruption is over: the calls it held resume.
     public func endInterruption() async { await handle(.interruptionEnded) }
 
-    /// Starts tracking a service; its expiry and keep-alive interval arm the keep-alive scheduler.
+    /// Starts tracking a service; its expiry arms its refresh and its flow-ping interval its pings in the wake-up scheduler.
     public func register(_ service: ClientService) async {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
-        await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
+        await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
     }
 
     /// Stops tracking a service.
@@ -201,13 +201,13 @@ public actor ResilienceManager: Service {
         await scheduler.remove(id)
     }
 
-    /// Replaces a service's state: a new expiry re-arms its refresh, a new keep-alive interval its
+    /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its
     /// ping, a new call state is a `callStateChanged` trigger.
     public func update(_ service: ClientService) async {
         let old = services.updateValue(service, forKey: service.id)
         if old?.expires != service.expires { await scheduler.setExpiry(service.expires, for: service.id) }
-        if old?.keepAliveInterval != service.keepAliveInterval {
-            await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
+        if old?.flowPingInterval != service.flowPingInterval {
+            await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
         }
         if case .call = service.kind, let old, old.kind != service.kind {
             enqueue(.callStateChanged(service.id))
@@ -222,7 +222,7 @@ public actor ResilienceManager: Service {
         ResilienceStatus(
             path: path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
-            nextKeepAlive: await scheduler.nextWakeUp, queuedTriggers: queue.count)
+            nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count)
     }
 
     func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {

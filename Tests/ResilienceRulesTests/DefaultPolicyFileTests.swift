@@ -41,13 +41,13 @@ struct DefaultPolicyFileTests {
         let yaml = """
             hold-down: 0
             backoff: {initial: 500ms, multiplier: 2, jitter: 0.1, max: 1m}
-            keep-alive-minimum-interval: 2m
+            wake-up-minimum-interval: 2m
             refresh-margin: 10s
             extra-rules:
-              - name: hook-on-loss
+              - name: close-on-loss
                 on: network.lost
                 for: registration
-                do: run-hook
+                do: close-stale-transports
             services:
               - {id: a.reg, kind: registration, account: a}
               - {id: c1, kind: call.incoming.alerting, account: a}
@@ -58,10 +58,10 @@ struct DefaultPolicyFileTests {
         #expect(
             policy.backoff
                 == BackoffPolicy(initial: .milliseconds(500), multiplier: 2, jitter: 0.1, maximum: .seconds(60)))
-        #expect(policy.keepAliveMinimumInterval == .seconds(120))
+        #expect(policy.wakeUpMinimumInterval == .seconds(120))
         #expect(policy.refreshMargin == .seconds(10))
         #expect(policy.rules.count == Policy.defaultRules.count + 1)
-        #expect(policy.rules.last?.name == "hook-on-loss")
+        #expect(policy.rules.last?.name == "close-on-loss")
         #expect(document.services.map(\.id) == ["a.reg", "c1"])
         #expect(document.services.last?.kind == .call(.incoming, .alerting))
     }

@@ -29,9 +29,9 @@ struct StateOwnerTests {
         #expect(await manager.status().appState == state)
 
         clock.advance(to: first - .seconds(30))
-        let due = await events.wait { $0.contains { $0.decision?.trigger.name == "keep-alive.due" } }
-            .compactMap(\.decision).filter { $0.trigger.name == "keep-alive.due" }
-        let expected: Trigger = wakeUps == 1 ? .keepAliveDue(["a.reg", "b.reg"]) : .keepAliveDue(["a.reg"])
+        let due = await events.wait { $0.contains { $0.decision?.trigger.name == "refresh.due" } }
+            .compactMap(\.decision).filter { $0.trigger.name == "refresh.due" }
+        let expected: Trigger = wakeUps == 1 ? .refreshDue(["a.reg", "b.reg"]) : .refreshDue(["a.reg"])
         #expect(due.map(\.trigger) == [expected])
         await group.triggerGracefulShutdown()
         try await run.value

@@ -31,10 +31,10 @@ struct SIPFlowKamailioTests {
         let user = uniqueUser("optping")
         let (plugin, account) = makePlugin(port: kamailio.port, user: user, transport: .udp)
         try await plugin.perform(action(.register, account.registrationService), context: context())
-        try await plugin.perform(action(.keepAlive, account.registrationService), context: context())
+        try await plugin.perform(action(.pingFlow, account.registrationService), context: context())
         #expect(kamailio.requestCount(method: "OPTIONS", user: user) == 1)
         #expect(await plugin.agent(for: user)!.boundAddress == "127.0.0.1")
-        #expect(await plugin.agent(for: user)!.registrationStatus.keepAliveInterval == .seconds(30))
+        #expect(await plugin.agent(for: user)!.registrationStatus.flowPingInterval == .seconds(30))
         await plugin.agent(for: user)!.close()
     }
 

@@ -12,7 +12,7 @@ extension SIPUserAgent {
     /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
     ///   unreachable, connection closed): retrying the keep-alive cannot help, the `flow.lost`
     ///   re-registration is the recovery.
-    public func sendKeepAlive(path: NetworkPath) async throws {
+    public func sendFlowPing(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
         let answered: Bool
         switch flow.kind {
@@ -21,7 +21,7 @@ extension SIPUserAgent {
         }
         guard answered else {
             let timeout = timers.pongTimeout
-            logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
+            logger.warning("sip.flow-ping-timeout", metadata: ["timeout": "\(timeout)"])
             // Not `close()`: abandoning reports the loss through the flow's close callback, once.
             await flow.abandon()
             throw PluginError.permanent("keep-alive: no answer within \(timeout); flow closed and reported lost")
@@ -79,7 +79,7 @@ extension SIPUserAgent {
             } onCancel: {
                 attempt.cancel()
             }
-            logger.debug("sip.keep-alive-answered", metadata: ["status": "\(response.status ?? 0)"])
+            logger.debug("sip.flow-ping-answered", metadata: ["status": "\(response.status ?? 0)"])
             return true
         } catch  where Task.isCancelled {
             throw CancellationError()
