@@ -27,7 +27,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var subscriptions: [SubscriptionTarget]
     /// Whether the account publishes its own presence (service `<name>.presence-publish`).
     public var publishesPresence: Bool
-    /// How often the flow to the registrar gets a keep-alive (see ``flowPingInterval``).
+    /// How often the flow to the registrar gets a ping (see ``flowPingInterval``).
     public var flowPing: FlowPingSetting
 
     public init(
@@ -54,9 +54,9 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.flowPing = flowPing
     }
 
-    /// The keep-alive interval this account asks for: the transport's default (UDP 30 s, which
+    /// The flow-ping interval this account asks for: the transport's default (UDP 30 s, which
     /// outlives common NAT bindings; TCP 120 s, RFC 5626 §4.4.1's suggestion for streams), an
-    /// explicit one, or nil when keep-alives are off. A registrar's `Flow-Timer` overrides it
+    /// explicit one, or nil when flow pings are off. A registrar's `Flow-Timer` overrides it
     /// (see ``RegistrationStatus/flowPingInterval``).
     public var flowPingInterval: Duration? {
         switch flowPing {

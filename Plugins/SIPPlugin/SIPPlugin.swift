@@ -67,7 +67,7 @@ public final class SIPPlugin: ResiliencePlugin {
     ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
-    /// the account's keep-alive interval (one ping per flow); a registrar's `Flow-Timer` shows in
+    /// the account's flow-ping interval (one ping per flow); a registrar's `Flow-Timer` shows in
     /// ``RegistrationStatus/flowPingInterval`` once registered.
     public var services: [ClientService] {
         accounts.flatMap { account in

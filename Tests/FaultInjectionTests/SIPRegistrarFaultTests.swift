@@ -78,7 +78,7 @@ struct SIPRegistrarFaultTests {
     }
 
     @Test
-    func overUDPKeepAlivesNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
+    func overUDPFlowPingsNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
         try await registersAgainAfterARegistrarRestart("udpflow", transport: "udp", account: ["flow-ping: 1s"])
     }
 }

@@ -77,7 +77,7 @@ struct RulesEngineTests {
         #expect(engine.appState == .background)
     }
 
-    @Test func keepAliveRefreshesOnlyTheListedServices() {
+    @Test func refreshDueRefreshesOnlyTheListedServices() {
         var engine = RulesEngine(appState: .background)
         let batch = engine.decide(.refreshDue(["reg", "mwi", "others"]), services: Fixtures.services, at: t0)
         #expect(Fixtures.render(batch) == "reg:refresh-registration mwi:refresh-subscription<reg")

@@ -140,7 +140,7 @@ struct ResilienceManagerTests {
         try await run.value
     }
 
-    @Test func appStateCallStateAndKeepAliveBecomeTriggers() async throws {
+    @Test func appStateCallStateAndRefreshDueBecomeTriggers() async throws {
         let call = ClientService(id: "call", kind: .call(.outgoing, .active))
         let reg = ClientService(id: "reg", kind: .registration, expires: clock.now + .seconds(3600))
         let (manager, events, group, run) = await start([reg, call])
@@ -193,7 +193,7 @@ struct ResilienceManagerTests {
         try await run.value
     }
 
-    @Test func keepAliveIntervalsBecomeFlowPingTriggers() async throws {
+    @Test func flowPingIntervalsBecomeFlowPingTriggers() async throws {
         let reg = ClientService(id: "reg", kind: .registration, flowPingInterval: .seconds(30))
         let (manager, events, group, run) = await start([reg])
         let first = try #require(await manager.status().nextWakeUp)

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SIPPlugin
 
-/// Flows against a real Kamailio: keep-alives it answers, and a registrar that stops and comes
+/// Flows against a real Kamailio: flow pings it answers, and a registrar that stops and comes
 /// back on the same port.
 @Suite(
     .serialized,
@@ -25,7 +25,7 @@ struct SIPFlowKamailioTests {
         return (SIPPlugin(accounts: [account], timers: timers, logger: testLogger(user)), account)
     }
 
-    @Test func udpOptionsKeepAliveIsAnsweredByTheRegistrar() async throws {
+    @Test func udpOptionsFlowPingIsAnsweredByTheRegistrar() async throws {
         let kamailio = try KamailioHarness()
         defer { kamailio.stop() }
         let user = uniqueUser("optping")

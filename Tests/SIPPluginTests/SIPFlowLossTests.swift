@@ -98,7 +98,7 @@ struct SIPFlowLossTests {
         await agent.close()
     }
 
-    @Test func unansweredUDPKeepAliveClosesTheFlowReportsItAndIsNotRetried() async throws {
+    @Test func unansweredUDPFlowPingClosesTheFlowReportsItAndIsNotRetried() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
         let (agent, account) = makeAgent(
@@ -136,7 +136,7 @@ struct SIPFlowLossTests {
         await agent.close()
     }
 
-    @Test func flowTimerOfThe2xxSetsTheKeepAliveIntervalElseTheAccountsSetting() async throws {
+    @Test func flowTimerOfThe2xxSetsTheFlowPingIntervalElseTheAccountsSetting() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
         let (agent, _) = makeAgent(port: peer.port, recorder: recorder)
@@ -163,7 +163,7 @@ struct SIPFlowLossTests {
         #expect(recorder.all.isEmpty)
     }
 
-    @Test func keepAliveOffMeansNoInterval() async throws {
+    @Test func flowPingOffMeansNoInterval() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
         let (agent, _) = makeAgent(port: peer.port, flowPing: .off, recorder: recorder)

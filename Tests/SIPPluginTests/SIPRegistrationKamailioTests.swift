@@ -186,7 +186,7 @@ struct SIPRegistrationKamailioTests {
         }
     }
 
-    @Test func tcpKeepAliveIsAnsweredWithAPong() async throws {
+    @Test func tcpFlowPingIsAnsweredWithAPong() async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("pinger")
             let (plugin, account) = makePlugin(kamailio, user: user, transport: .tcp)

@@ -10,7 +10,7 @@ extension SIPUserAgent {
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
     /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
-    ///   unreachable, connection closed): retrying the keep-alive cannot help, the `flow.lost`
+    ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
     public func sendFlowPing(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
@@ -24,7 +24,7 @@ extension SIPUserAgent {
             logger.warning("sip.flow-ping-timeout", metadata: ["timeout": "\(timeout)"])
             // Not `close()`: abandoning reports the loss through the flow's close callback, once.
             await flow.abandon()
-            throw PluginError.permanent("keep-alive: no answer within \(timeout); flow closed and reported lost")
+            throw PluginError.permanent("flow ping: no answer within \(timeout); flow closed and reported lost")
         }
     }
 
@@ -39,7 +39,7 @@ extension SIPUserAgent {
         do {
             try await flow.send(bytes: Array("\r\n\r\n".utf8))
         } catch {
-            throw Self.flowGone(during: "CRLF keep-alive")
+            throw Self.flowGone(during: "CRLF flow ping")
         }
         if pongCount > pongsBefore { return true }
         let answered = await withCheckedContinuation { continuation in
@@ -51,7 +51,7 @@ extension SIPUserAgent {
             }
         }
         // A flow that closed while waiting was reported by its close callback already.
-        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF keep-alive") }
+        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF flow ping") }
         return answered
     }
 
@@ -87,7 +87,7 @@ extension SIPUserAgent {
             // A cut-off transaction ends as a timeout or, its stream finished, as "flow closed";
             // only a flow that is really gone (ECONNREFUSED, a close) is one, and its close
             // callback reported the loss already.
-            if !flow.isActive { throw Self.flowGone(during: "OPTIONS keep-alive") }
+            if !flow.isActive { throw Self.flowGone(during: "OPTIONS flow ping") }
             return false
         }
     }

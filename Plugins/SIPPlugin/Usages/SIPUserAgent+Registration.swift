@@ -31,9 +31,9 @@ public struct RegistrationStatus: Hashable, Sendable {
     public var expires: Int?
     /// Contacts of earlier addresses not yet removed.
     public var staleContacts: [String]
-    /// How often the flow needs a keep-alive: the registrar's `Flow-Timer` from the last 2xx
+    /// How often the flow needs a ping: the registrar's `Flow-Timer` from the last 2xx
     /// (RFC 5626 §5.4) when it sent one, else the account's setting; nil when the account turned
-    /// keep-alives off or nothing is registered.
+    /// flow pings off or nothing is registered.
     public var flowPingInterval: Duration?
 
     public init(
