@@ -23,7 +23,7 @@ public import ServiceLifecycle
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
 ///   and every report is applied in order (``PluginReport``).
 /// - A `lost` waits the policy's ``Policy/holdDown`` (on the manager's clock) before it is
-///   decided, unless the interface went admin-down or away (``HoldDown``); sources do not
+///   decided, unless the interface went admin-down or away (`HoldDown`); sources do not
 ///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
