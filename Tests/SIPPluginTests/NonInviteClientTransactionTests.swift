@@ -95,26 +95,62 @@ struct NonInviteClientTransactionTests {
         let transaction = Task {
             try await runNonInviteTransaction(request, over: transport, table: table, timers: Self.timers, clock: clock)
         }
-        // E and F armed; fire the earliest, wait for the driver to re-arm, repeat (bounded).
-        var fired = 0
-        while fired < 40 {
-            await clock.waitForSleepers(count: 2)
-            guard let next = clock.nextDeadline, next < start + Self.timers.transactionTimeout else { break }
-            clock.advance(to: next)
-            fired += 1
-        }
+        let fired = await Self.fireTimers(on: clock, before: start + Self.timers.transactionTimeout)
         clock.advance(to: start + Self.timers.transactionTimeout)
         await #expect(throws: TransactionFailure.timeout) { try await transaction.value }
         #expect(clock.now - start == Self.timers.transactionTimeout)
-        let received = await peer.run { peer in
+        // The first send and ten retransmissions, as the value test above derives.
+        #expect(await Self.datagrams(at: peer) == 11)
+        #expect(fired == 10)
+        await transport.close()
+    }
+
+    /// The same through the plugin: the executor's clock, lent in the action's context, runs the
+    /// REGISTER's timers; a registrar that never answers ends it as a retryable timeout.
+    @Test func thePluginRunsTransactionTimersOnTheClockItsContextLends() async throws {
+        let peer = try UDPTestPeer()
+        let clock = ManualClock()
+        let account = SIPAccount(
+            name: "silent", registrarHost: "127.0.0.1", registrarPort: peer.port, user: "silent",
+            domain: "127.0.0.1", password: "pw", keepAlive: .off)
+        let plugin = SIPPlugin(accounts: [account], logger: testLogger("lent-clock"))
+        let lent = PluginContext(
+            logger: testLogger("lent-clock"), deadline: clock.now + .seconds(60), network: .empty,
+            path: loopbackPath(), epoch: .initial, clock: clock)
+        let start = clock.now
+        let register = Task { try await plugin.perform(action(.register, account.registrationService), context: lent) }
+        let fired = await Self.fireTimers(on: clock, before: start + Self.timers.transactionTimeout)
+        clock.advance(to: start + Self.timers.transactionTimeout)
+        await #expect {
+            try await register.value
+        } throws: { error in
+            (error as? PluginError)?.isRetryable == true
+        }
+        #expect(await Self.datagrams(at: peer) == 11)
+        #expect(fired == 10)
+        await plugin.agent(for: "silent")?.close()
+    }
+
+    /// With timers E and F armed, fires the earliest while it is before `limit`, waiting each
+    /// time for the driver to re-arm E (bounded); returns how many fired.
+    static func fireTimers(on clock: ManualClock, before limit: ContinuousClock.Instant) async -> Int {
+        var fired = 0
+        while fired < 40 {
+            await clock.waitForSleepers(count: 2)
+            guard let next = clock.nextDeadline, next < limit else { break }
+            clock.advance(to: next)
+            fired += 1
+        }
+        return fired
+    }
+
+    /// How many datagrams reached `peer` (reads until it has been quiet for half a second).
+    static func datagrams(at peer: UDPTestPeer) async -> Int {
+        await peer.run { peer in
             var count = 0
             while count < 50, peer.receive(within: 0.5) != nil { count += 1 }
             return count
         }
-        // The first send and ten retransmissions, as the value test above derives.
-        #expect(received == 11)
-        #expect(fired == 10)
-        await transport.close()
     }
 
     @Test func aRetransmittedFinalResponseIsAbsorbedUntilTimerK() {
