@@ -32,6 +32,42 @@ struct SIPWireNumberTests {
         #expect(error.retryAfter == .seconds(86_400))
     }
 
+    /// Through the plugin from a real peer: what the runtime is handed is the clamp, whatever
+    /// the registrar wrote, and a lifetime beyond a day is granted as a day.
+    @Test(arguments: [
+        (503, "Retry-After", "9223372036854775807", 86_400), (503, "Retry-After", "-1", nil),
+        (503, "Retry-After", "0", 0), (200, "Expires", "99999999999999999999", 86_400),
+    ])
+    func aPeersHugeNumbersReachTheRuntimeClamped(status: Int, name: String, value: String, seconds: Int?)
+        async throws
+    {
+        let peer = try UDPTestPeer()
+        let account = SIPAccount(
+            name: "clamp", registrarHost: "127.0.0.1", registrarPort: peer.port, user: "clamp",
+            domain: "127.0.0.1", password: "pw", keepAlive: .off)
+        let plugin = SIPPlugin(accounts: [account], logger: testLogger("clamp"))
+        let script = Task {
+            await peer.run { peer -> Bool in
+                guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer) else { return false }
+                var response = request.makeResponse(status: status, reason: "Busy", toTag: "r")
+                response.headers.add(name, value)
+                peer.send(response.serialized(), to: from)
+                return true
+            }
+        }
+        let register = action(.register, account.registrationService)
+        do {
+            try await plugin.perform(register, context: context())
+            let granted = await plugin.agent(for: "clamp")?.registrationStatus.expires
+            #expect(granted == seconds)
+        } catch let error as PluginError {
+            #expect(status == 503)
+            #expect(error.retryAfter == seconds.map { .seconds($0) })
+        }
+        #expect(await script.value)
+        await plugin.agent(for: "clamp")?.close()
+    }
+
     @Test(arguments: [("Expires", "4294967296"), ("Min-Expires", "9223372036854775807"), ("Flow-Timer", "1e99")])
     func headerAccessorsStayInRange(name: String, raw: String) {
         let message = Self.response(200, [(name, raw)])
