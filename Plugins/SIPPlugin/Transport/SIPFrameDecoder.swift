@@ -32,7 +32,11 @@ public struct SIPFrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     public mutating func decode(buffer: inout ByteBuffer) throws(SIPParseError) -> SIPStreamFrame? {
         if pendingHead == nil {
-            if let keepAlive = Self.keepAlive(in: &buffer) { return keepAlive }
+            if let keepAlive = Self.keepAlive(in: &buffer) {
+                // The scan offset counted from the old reader index.
+                scannedBytes = 0
+                return keepAlive
+            }
             guard buffer.readableBytes > 0 else { return nil }
             guard let head = try parseHead(in: buffer) else { return nil }
             pendingHead = head
