@@ -20,8 +20,8 @@ struct SIPFrameDecoderTests {
             stringInputOutputPairs: [
                 (Self.ok, [.message(ok)]),
                 (Self.notify, [.message(notify)]),
-                ("\r\n", [.keepAlive]),
-                ("\r\n\r\n" + Self.ok, [.keepAlive, .keepAlive, .message(ok)]),
+                ("\r\n", [.pong]),
+                ("\r\n\r\n" + Self.ok, [.pong, .pong, .message(ok)]),
                 (Self.ok + Self.notify, [.message(ok), .message(notify)]),
             ],
             decoderFactory: { SIPFrameDecoder() })
@@ -65,8 +65,8 @@ struct SIPFrameDecoderTests {
     @Test func aLoneCRBeforeAMessageIsDroppedAndAPongCounted() throws {
         var decoder = SIPFrameDecoder()
         var buffer = ByteBuffer(string: "\r\r\n\n" + Self.notify)
-        #expect(try decoder.decode(buffer: &buffer) == .keepAlive)
-        #expect(try decoder.decode(buffer: &buffer) == .keepAlive)
+        #expect(try decoder.decode(buffer: &buffer) == .pong)
+        #expect(try decoder.decode(buffer: &buffer) == .pong)
         #expect(try decoder.decode(buffer: &buffer) == .message(try Self.message(Self.notify)))
     }
 }

@@ -3,8 +3,8 @@ public import NIOCore
 /// One unit cut from a SIP byte stream.
 public enum SIPStreamFrame: Hashable, Sendable {
     case message(SIPMessage)
-    /// One CRLF (or bare LF) between messages: an RFC 5626 §4.4.1 pong (or a peer's ping).
-    case keepAlive
+    /// One CRLF (or bare LF) between messages: RFC 5626 §4.4.1's pong to a flow ping.
+    case pong
 }
 
 /// Cuts SIP messages out of a byte stream (TCP, and TLS behind its handler) by
@@ -32,10 +32,10 @@ public struct SIPFrameDecoder: NIOSingleStepByteToMessageDecoder {
 
     public mutating func decode(buffer: inout ByteBuffer) throws(SIPParseError) -> SIPStreamFrame? {
         if pendingHead == nil {
-            if let keepAlive = Self.keepAlive(in: &buffer) {
+            if let pong = Self.pong(in: &buffer) {
                 // The scan offset counted from the old reader index.
                 scannedBytes = 0
-                return keepAlive
+                return pong
             }
             guard buffer.readableBytes > 0 else { return nil }
             guard let head = try parseHead(in: buffer) else { return nil }
@@ -58,17 +58,17 @@ public struct SIPFrameDecoder: NIOSingleStepByteToMessageDecoder {
         try decode(buffer: &buffer)
     }
 
-    /// Consumes one CRLF or LF at the reader index (and any CRs that precede something else).
-    private static func keepAlive(in buffer: inout ByteBuffer) -> SIPStreamFrame? {
+    /// Consumes one pong (CRLF or LF) at the reader index, and any CRs that precede something else.
+    private static func pong(in buffer: inout ByteBuffer) -> SIPStreamFrame? {
         while let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) {
             if first == 10 {
                 buffer.moveReaderIndex(forwardBy: 1)
-                return .keepAlive
+                return .pong
             }
             guard first == 13 else { return nil }
             guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return nil }
             buffer.moveReaderIndex(forwardBy: second == 10 ? 2 : 1)
-            if second == 10 { return .keepAlive }
+            if second == 10 { return .pong }
         }
         return nil
     }

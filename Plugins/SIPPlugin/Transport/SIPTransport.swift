@@ -149,7 +149,7 @@ final class DatagramInbound: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         let bytes = Array(envelope.data.readableBytesView)
-        if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // keep-alive
+        if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // a flow ping or pong
         let message: SIPMessage
         do {
             message = try SIPParser.parse(datagram: bytes)
@@ -192,7 +192,7 @@ final class StreamInbound: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .keepAlive:
+        case .pong:
             flow.onPong()
         case .message(let message):
             let channel = context.channel
