@@ -47,22 +47,21 @@ public final class SIPPlugin: ResiliencePlugin {
         self.routes = Mutex(SIPRouteTable(accounts: accounts))
     }
 
-    public var supportedActions: Set<ActionKind> {
-        [
-            .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .keepAlive,
-            .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
-        ]
-    }
+    /// The actions the SIP plugin carries out (for the services of its accounts).
+    public static let actions: Set<ActionKind> = [
+        .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
+        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
+    ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
-    /// the account's keep-alive interval (one ping per flow); a registrar's `Flow-Timer` shows in
-    /// ``RegistrationStatus/keepAliveInterval`` once registered.
+    /// the account's flow-ping interval (one ping per flow); a registrar's `Flow-Timer` shows in
+    /// ``RegistrationStatus/flowPingInterval`` once registered.
     public var services: [ClientService] {
         accounts.flatMap { account in
             [
                 ClientService(
                     id: account.registrationService, kind: .registration, account: account.name,
-                    keepAliveInterval: account.keepAliveInterval)
+                    flowPingInterval: account.flowPingInterval)
             ]
                 + account.subscriptions.map {
                     ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
@@ -73,7 +72,10 @@ public final class SIPPlugin: ResiliencePlugin {
         }
     }
 
-    public func handles(_ service: ServiceID) -> Bool { routes.withLock { $0[service] } != nil }
+    /// Its SIP actions, for the services it routes now (they change at run time).
+    public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        Self.actions.contains(kind) && routes.withLock { $0[service] } != nil
+    }
 
     /// Adds a subscription of `account` at run time and tells the manager about its service;
     /// returns the service, or nil when the account is unknown or the service exists already.
@@ -114,7 +116,7 @@ public final class SIPPlugin: ResiliencePlugin {
             case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
             case .unregister: try await agent.unregister(path: context.path)
             case .closeStaleTransports: await agent.closeStaleTransports(path: context.path)
-            case .keepAlive: try await agent.sendKeepAlive(path: context.path)
+            case .pingFlow: try await agent.sendFlowPing(path: context.path)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }
         case .subscription(let name, let target):

@@ -112,7 +112,7 @@ struct NonInviteClientTransactionTests {
         let clock = ManualClock()
         let account = SIPAccount(
             name: "silent", registrarHost: "127.0.0.1", registrarPort: peer.port, user: "silent",
-            domain: "127.0.0.1", password: "pw", keepAlive: .off)
+            domain: "127.0.0.1", password: "pw", flowPing: .off)
         let plugin = SIPPlugin(accounts: [account], logger: testLogger("lent-clock"))
         let lent = PluginContext(
             logger: testLogger("lent-clock"), deadline: clock.now + .seconds(60), network: .empty,

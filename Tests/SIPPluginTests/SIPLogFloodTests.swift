@@ -29,7 +29,7 @@ struct SIPLogFloodTests {
         let clock = ManualClock()
         let account = SIPAccount(
             name: "flood", registrarHost: "127.0.0.1", registrarPort: port, user: "flood", domain: "127.0.0.1",
-            password: "secret", expires: 300, keepAlive: .off)
+            password: "secret", expires: 300, flowPing: .off)
         let agent = SIPUserAgent(account: account, logger: logger, clock: clock)
         // The registrar's side: answer the REGISTER (the flow is open), then flood it in rounds
         // of 100, each closed by a probe whose answer says the round was read (no socket overflow).

@@ -44,7 +44,7 @@ struct SIPWireNumberTests {
         let peer = try UDPTestPeer()
         let account = SIPAccount(
             name: "clamp", registrarHost: "127.0.0.1", registrarPort: peer.port, user: "clamp",
-            domain: "127.0.0.1", password: "pw", keepAlive: .off)
+            domain: "127.0.0.1", password: "pw", flowPing: .off)
         let plugin = SIPPlugin(accounts: [account], logger: testLogger("clamp"))
         let script = Task {
             await peer.run { peer -> Bool in

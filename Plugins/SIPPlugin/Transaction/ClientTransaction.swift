@@ -9,7 +9,7 @@ public struct SIPTimers: Hashable, Sendable {
     public var t2: Duration
     /// How long a message may stay in the network (timer K: retransmitted responses absorbed).
     public var t4: Duration
-    /// How long a CRLF keep-alive may wait for its pong before the flow is recovered (RFC 5626 §4.4.1).
+    /// How long a CRLF flow ping may wait for its pong before the flow is recovered (RFC 5626 §4.4.1).
     public var pongTimeout: Duration
 
     public init(
