@@ -55,7 +55,9 @@ public final class SIPPlugin: ResiliencePlugin {
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
     /// the account's flow-ping interval (one ping per flow); a registrar's `Flow-Timer` shows in
-    /// ``RegistrationStatus/flowPingInterval`` once registered.
+    /// ``RegistrationStatus/flowPingInterval`` once registered. These are the configured
+    /// services; one added at run time (``addSubscription(_:account:)``) reaches the manager as a
+    /// `serviceAdded` report instead.
     public var services: [ClientService] {
         accounts.flatMap { account in
             [
