@@ -27,6 +27,44 @@ struct SIPFrameDecoderTests {
             decoderFactory: { SIPFrameDecoder() })
     }
 
+    /// What the decoder makes of `stream` delivered in reads of `readSize` bytes: its frames, and
+    /// whether the stream broke framing (bounded: each frame consumes at least one byte).
+    static func cut(_ stream: [UInt8], readSize: Int) -> (frames: [SIPStreamFrame], broken: Bool) {
+        var decoder = SIPFrameDecoder()
+        var buffer = ByteBuffer()
+        var frames: [SIPStreamFrame] = []
+        for start in stride(from: 0, to: stream.count, by: max(1, readSize)) {
+            buffer.writeBytes(stream[start..<min(stream.count, start + max(1, readSize))])
+            for _ in 0...buffer.readableBytes {
+                do {
+                    guard let frame = try decoder.decode(buffer: &buffer) else { break }
+                    frames.append(frame)
+                } catch {
+                    return (frames, true)
+                }
+            }
+        }
+        return (frames, false)
+    }
+
+    /// Mutated streams of messages and CRLFs: the frames and the verdict are the same whether
+    /// the stream arrives whole or in reads of 1 to 64 bytes.
+    @Test func framesDoNotDependOnReadBoundariesForMutatedStreams() {
+        var generator = SystemRandomNumberGenerator()
+        let seed = Array(("\r\n" + Self.ok + "\r\n\r\n" + Self.notify + Self.ok).utf8)
+        for _ in 0..<500 {
+            var stream = seed
+            for _ in 0..<Int.random(in: 0...3, using: &generator) {
+                let byte: UInt8 = [10, 13, 48, 58, 32].randomElement(using: &generator)!
+                stream[Int.random(in: 0..<stream.count, using: &generator)] = byte
+            }
+            let whole = Self.cut(stream, readSize: stream.count)
+            let pieces = Self.cut(stream, readSize: Int.random(in: 1...64, using: &generator))
+            #expect(whole.frames == pieces.frames)
+            #expect(whole.broken == pieces.broken)
+        }
+    }
+
     @Test func anIncompleteBodyWaitsAndTheHeadIsNotLost() throws {
         var decoder = SIPFrameDecoder()
         var buffer = ByteBuffer(string: String(Self.ok.dropLast()))
