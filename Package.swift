@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
         .library(name: "SIPPlugin", targets: ["SIPPlugin"]),
         .library(name: "HTTPGate", targets: ["HTTPGate"]),
+        .library(name: "NetworkLab", targets: ["NetworkLab"]),
         .executable(name: "netres", targets: ["ResilienceCLI"]),
         .executable(name: "netres-bench", targets: ["NetresBench"]),
     ],
@@ -108,7 +109,7 @@ let package = Package(
             name: "ResilienceCLI",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "ResilienceDaemon", "ResilienceHooks",
+                "ResilienceDaemon", "ResilienceHooks", "NetworkLab", .product(name: "Yams", package: "Yams"),
                 log, lifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -125,6 +126,8 @@ let package = Package(
         ),
         // posix_spawn without a shell: hook scripts, and tests and benchmarks that drive real processes.
         .target(name: "ChildProcesses", swiftSettings: strictSettings),
+        // Public fault-injection kit: namespaces, veth links, faults without netem, a Kamailio registrar.
+        .target(name: "NetworkLab", dependencies: ["ChildProcesses", "ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",
@@ -149,6 +152,7 @@ let package = Package(
             dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
             swiftSettings: strictSettings
         ),
+        .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceHooksTests", dependencies: ["ResilienceHooks", "ResilienceCore", log],
             swiftSettings: strictSettings),

@@ -1,0 +1,60 @@
+public import Glibc
+
+extension NetworkLab {
+    /// Runs `ip ARGUMENTS` to completion.
+    @discardableResult
+    func ip(_ arguments: [String]) async throws -> String {
+        guard let ip = LabCommand.ip else { throw error(.unsupported, "iproute2 (`ip`) is not installed") }
+        return try await LabCommand.run([ip] + arguments, seed: seed)
+    }
+
+    /// Runs many `ip` commands in `namespace` in one process (`ip -n NS -batch -`).
+    func batch(_ namespace: String, _ lines: [String]) async throws {
+        guard let ip = LabCommand.ip else { throw error(.unsupported, "iproute2 (`ip`) is not installed") }
+        try await LabCommand.run(
+            [ip, "-n", namespace, "-batch", "-"], input: lines.joined(separator: "\n") + "\n", seed: seed)
+    }
+
+    /// Runs `argv` (a program name or absolute path) in `host` to completion, within `timeout`; its output.
+    @discardableResult
+    public func run(in host: LabHost, _ argv: [String], timeout: Duration = .seconds(20)) async throws -> String {
+        guard let ip = LabCommand.ip, let program = argv.first else {
+            throw error(.invalidRequest, "nothing to run")
+        }
+        let resolved = program.hasPrefix("/") ? program : (LabCommand.executable(program) ?? program)
+        return try await LabCommand.run(
+            [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), timeout: timeout, seed: seed)
+    }
+
+    /// Starts `argv` in `host` (its own process group) with standard output and error appended to
+    /// `output` (nil: this process's own); the lab stops it at shutdown, or ``stop(_:)`` earlier. Its PID.
+    @discardableResult
+    public func spawn(
+        in host: LabHost, _ argv: [String], output: String?, environment: [String: String]? = nil
+    ) throws -> pid_t {
+        guard let ip = LabCommand.ip, let program = argv.first else {
+            throw error(.invalidRequest, "nothing to start")
+        }
+        let resolved = program.hasPrefix("/") ? program : (LabCommand.executable(program) ?? program)
+        let pid = try ChildProcessLauncher.spawn(
+            [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), output: output,
+            environment: environment)
+        children.append(pid)
+        return pid
+    }
+
+    /// Stops a process ``spawn(in:_:output:environment:)`` started (SIGTERM, SIGKILL to its group after 3 s).
+    public func stop(_ pid: pid_t) async {
+        guard let index = children.firstIndex(of: pid) else { return }
+        children.remove(at: index)
+        await LabCommand.stop(pid)
+    }
+
+    /// Whether a process the lab started has exited (reaped here), and its raw wait status.
+    public func exitStatus(of pid: pid_t) -> Int32? {
+        var status: Int32 = 0
+        guard children.contains(pid), waitpid(pid, &status, WNOHANG) == pid else { return nil }
+        children.removeAll { $0 == pid }
+        return status
+    }
+}

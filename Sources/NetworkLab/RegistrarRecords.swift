@@ -1,0 +1,54 @@
+import Foundation
+
+/// One binding at the registrar (`kamcmd ul.dump`).
+public struct RegistrarBinding: Hashable, Sendable {
+    /// The address of record, e.g. `alice` or `alice@198.19.255.1`.
+    public var addressOfRecord: String
+    /// The bound Contact URI.
+    public var contact: String
+
+    /// The `AoR:`/`Address:` pairs of a `ul.dump`; at most 100,000 (the dump is the registrar's text).
+    static func parse(dump: String) -> [RegistrarBinding] {
+        var bindings: [RegistrarBinding] = []
+        var record = ""
+        for line in dump.split(separator: "\n").prefix(1_000_000) where bindings.count < 100_000 {
+            let words = line.trimmingCharacters(in: .whitespaces)
+            if words.hasPrefix("AoR: ") { record = String(words.dropFirst(5)) }
+            if words.hasPrefix("Address: ") {
+                bindings.append(RegistrarBinding(addressOfRecord: record, contact: String(words.dropFirst(9))))
+            }
+        }
+        return bindings
+    }
+}
+
+/// One line of the registrar's request log: `NRTEST <kind> name=value … at=<realtime>`.
+///
+/// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), or a fault played:
+/// `FAULT503`, `FAULTDROP200`, `FAULT481`.
+public struct RegistrarRequest: Hashable, Sendable {
+    public var kind: String
+    /// The From user.
+    public var user: String
+    /// `name=value` words of the line (`src`, `proto`, `cseq`, `event`, `to`, `expires`, `contact`).
+    public var fields: [String: String]
+    /// CLOCK_REALTIME seconds when the registrar saw it.
+    public var at: Double
+
+    /// The `NRTEST` lines of a Kamailio log; other lines are ignored, at most 1,000,000 lines read.
+    static func parse(log: String) -> [RegistrarRequest] {
+        log.split(separator: "\n").prefix(1_000_000).compactMap { line in
+            guard let range = line.range(of: "NRTEST ") else { return nil }
+            let words = line[range.upperBound...].split(separator: " ").prefix(32)
+            guard let kind = words.first else { return nil }
+            var fields: [String: String] = [:]
+            for word in words.dropFirst() {
+                guard let equals = word.firstIndex(of: "=") else { continue }
+                fields[String(word[..<equals])] = String(word[word.index(after: equals)...])
+            }
+            return RegistrarRequest(
+                kind: String(kind), user: fields["user"] ?? "", fields: fields,
+                at: fields["at"].flatMap(Double.init) ?? 0)
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import NetworkLab
+import Testing
+
+/// A phone host with a `wifi` link (metric 100) and a `cell` link (metric 200) to a server host.
+struct LabFixture {
+    let lab: NetworkLab
+    let phone: LabHost
+    let server: LabHost
+    let wifi: LabLink
+    let cell: LabLink
+
+    init(_ lab: NetworkLab) async throws {
+        self.lab = lab
+        phone = try await lab.addHost("phone")
+        server = try await lab.addHost("server")
+        wifi = try await lab.connect(phone, to: server, as: "wifi")
+        cell = try await lab.connect(phone, to: server, as: "cell", metric: 200)
+    }
+
+    /// `ip ARGUMENTS` in the phone host.
+    func phoneIP(_ arguments: String) async throws -> String {
+        try await lab.run(in: phone, ["ip"] + arguments.split(separator: " ").map(String.init))
+    }
+
+    /// The interface the phone's route to `address` leaves by now.
+    func route(to address: String) async throws -> String {
+        let words = try await phoneIP("route get \(address)").split(separator: " ")
+        guard let dev = words.firstIndex(of: "dev"), dev + 1 < words.count else { return "" }
+        return String(words[dev + 1])
+    }
+
+    /// Sends `count` UDP datagrams from the phone to the server's end of `link` (bash's /dev/udp)
+    /// and returns how many the server's input hook counted (an nft counter in the server host).
+    func datagramsArriving(over link: LabLink, count: Int) async throws -> Int {
+        let gateway = await lab.addresses(of: link).gateway4
+        let counter = [
+            "nft add table inet count", "nft add chain inet count in '{ type filter hook input priority 0; }'",
+            "nft flush chain inet count in", "nft add rule inet count in udp dport 9 counter",
+        ]
+        try await lab.run(in: server, ["sh", "-c", counter.joined(separator: " && ")])
+        try await lab.run(
+            in: phone, ["bash", "-c", "for i in $(seq \(count)); do echo x > /dev/udp/\(gateway)/9; done; true"],
+            timeout: .seconds(30))
+        let listing = try await lab.run(in: server, ["nft", "list", "chain", "inet", "count", "in"])
+        let words = listing.split(whereSeparator: { $0 == " " || $0 == "\n" })
+        guard let packets = words.firstIndex(of: "packets"), packets + 1 < words.count else { return -1 }
+        return Int(words[packets + 1]) ?? -1
+    }
+}
+
+/// The lab suites need root, iproute2 and (for loss and partitions) nftables; CI runs as root.
+extension Trait where Self == ConditionTrait {
+    static var needsLab: Self { .enabled(if: NetworkLab.isSupported, "needs root and iproute2") }
+}
