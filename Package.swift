@@ -149,7 +149,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
+            dependencies: ["ChildProcesses", "NetlinkMonitor", "NetworkLab", "ResilienceCore", log],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),

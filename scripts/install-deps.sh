@@ -2,13 +2,14 @@
 # Installs the Debian packages NetResilience needs, refreshing the package lists first.
 #   scripts/install-deps.sh run    what `netres watch` needs (libnl-3, pkg-config)
 #   scripts/install-deps.sh test   plus what the test suites drive for real: iproute2 (namespaces,
-#                                  veth, ifb, netem), Kamailio with presence modules, sipp, tcpdump,
+#                                  veth, ifb, tbf), nftables (NetworkLab loss and partitions),
+#                                  Kamailio with presence modules, sipp, tcpdump,
 #                                  baresip (the peer client of `netres-bench sip-recovery`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
-test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps systemd
+test_packages=(iproute2 kmod nftables kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps systemd
     baresip-core)
 
 case "${1:-test}" in

@@ -11,6 +11,6 @@ struct ResilienceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netres",
         abstract: "Keep a real-time client's services alive across network loss and change.",
-        subcommands: [Watch.self, Status.self, WaitOnline.self, Policy.self, Run.self, Ctl.self]
+        subcommands: [Watch.self, Status.self, WaitOnline.self, Policy.self, Run.self, Ctl.self, Lab.self]
     )
 }

@@ -1,0 +1,162 @@
+import Foundation
+import Glibc
+import NetworkLab
+
+/// Plays a ``LabScenario``: hosts `client` and `server`, the links, the registrar, the command in
+/// `client`, the timeline; then prints what happened, faults and the registrar's view, in time order.
+///
+/// Invariants: the lab is shut down on every path; the command runs at most the scenario's duration
+/// (then SIGTERM, SIGKILL after 3 s); timeline steps start at their instants, concurrently.
+struct LabPlayer {
+    var scenario: LabScenario
+    var command: [String]
+
+    /// Runs the scenario; the command's exit status (0 when it was stopped at the end of the duration).
+    func play() async throws -> Int32 {
+        let lab = try NetworkLab(seed: scenario.seed)
+        // Written at once, unbuffered: a run killed mid-way still shows its seed.
+        FileHandle.standardOutput.write(
+            Data(
+                "netres lab: seed \(lab.seed) (replay with NETWORKLAB_SEED=\(lab.seed) or seed: in the scenario)\n".utf8
+            ))
+        do {
+            let status = try await playIn(lab)
+            await lab.shutdown()
+            return status
+        } catch {
+            await lab.shutdown()
+            throw error
+        }
+    }
+
+    private func playIn(_ lab: NetworkLab) async throws -> Int32 {
+        let startedAt = realtime()
+        let client = try await lab.addHost("client")
+        let server = try await lab.addHost("server")
+        var made: [String: LabLink] = [:]
+        for link in scenario.links {
+            made[link.name] = try await lab.connect(client, to: server, as: link.name, metric: link.metric)
+        }
+        let links = made
+        let registrar = scenario.registrar ? try await lab.startRegistrar(in: server) : nil
+        let elsewhere = scenario.steps.contains { $0.kind == .move } ? try await lab.addHost("elsewhere") : nil
+        let environment = ProcessInfo.processInfo.environment.merging([
+            "NETLAB_REGISTRAR": LabAddress.service4,
+            "NETLAB_INTERFACES": scenario.links.map(\.name).joined(separator: ","),
+            "NETLAB_SEED": "\(lab.seed)",
+        ]) { $1 }
+        let pid = try await lab.spawn(in: client, command, output: nil, environment: environment)
+        let first = links[scenario.links[0].name]!
+        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
+            for step in scenario.steps {
+                group.addTask {
+                    try await Task.sleep(for: step.at)
+                    try await play(
+                        step, lab: lab, link: step.link.flatMap { links[$0] } ?? first, links: links,
+                        registrar: registrar, elsewhere: elsewhere)
+                    return nil
+                }
+            }
+            group.addTask {
+                let deadline = ContinuousClock.now + scenario.duration
+                while ContinuousClock.now < deadline {
+                    if let status = await lab.exitStatus(of: pid) { return status }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                await lab.stop(pid)
+                return 0
+            }
+            var status: Int32 = 0
+            for try await result in group {
+                if let result {
+                    status = result
+                    group.cancelAll()
+                }
+            }
+            return status
+        }
+        await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return code
+    }
+
+    private func play(
+        _ step: LabStep, lab: NetworkLab, link: LabLink, links: [String: LabLink], registrar: LabRegistrar?,
+        elsewhere: LabHost?
+    ) async throws {
+        switch step.kind {
+        case .registrarRestart, .registrar503, .registrarDropOK, .registrar481:
+            guard let registrar else {
+                throw NetworkLabError(
+                    .invalidRequest, "\(step.text): the scenario has no registrar: true", seed: lab.seed)
+            }
+            switch step.kind {
+            case .registrarRestart: try await registrar.restart()
+            case .registrar503:
+                try await registrar.inject(.serviceUnavailable(retryAfter: step.percent, count: step.count))
+            case .registrarDropOK: try await registrar.inject(.dropNextRegisterOK)
+            default: try await registrar.inject(.reject481NextInDialog)
+            }
+        default:
+            try await lab.inject(fault(step, link: link, links: links, elsewhere: elsewhere))
+        }
+    }
+
+    private func fault(_ step: LabStep, link: LabLink, links: [String: LabLink], elsewhere: LabHost?) -> Fault {
+        switch step.kind {
+        case .adminDown: .adminDown(link, for: step.duration)
+        case .carrierLoss: .carrierLoss(link, for: step.duration)
+        case .addressChange: .addressChange(link, step.order)
+        case .renumber: .renumber(link)
+        case .defaultRouteLoss: .defaultRouteLoss(link, for: step.duration)
+        case .interfaceSwitch: .interfaceSwitch(from: link, to: links[step.target] ?? link, for: step.duration)
+        case .linkRecreate: .linkRecreate(link, after: step.duration)
+        case .rename: .rename(link, to: step.target, for: step.duration)
+        case .move: .moveToHost(link, elsewhere ?? link.peer, for: step.duration)
+        case .flap: .flap(link, FlapSchedule(count: step.count, period: step.period, dutyCycle: step.dutyCycle))
+        case .packetLoss: .packetLoss(link, percent: step.percent, for: step.duration)
+        case .partition: .partition(link, step.direction, for: step.duration)
+        case .rateLimit: .rateLimit(link, bitsPerSecond: step.rate, for: step.duration)
+        case .delay: .delay(link, delay: step.period, jitter: step.jitter, for: step.duration)
+        case .netlinkOverrun: .netlinkOverrun(link, changes: step.count)
+        case .registrarRestart, .registrar503, .registrarDropOK, .registrar481: .netlinkOverrun(link, changes: 1)
+        }
+    }
+
+    /// Prints the lab's events and the registrar's requests, merged by time since the lab started.
+    private func printTimeline(lab: NetworkLab, registrar: LabRegistrar?, startedAt: Double) async {
+        var lines: [(Double, String)] = await lab.events().map { event in
+            (
+                Double(event.at.components.seconds) + Double(event.at.components.attoseconds) / 1e18,
+                "\(event.what) [\(event.backend)]"
+            )
+        }
+        for request in registrar?.requests() ?? [] {
+            let what = request.fields.sorted { $0.key < $1.key }.filter { $0.key != "at" }
+                .map { "\($0.key)=\($0.value.prefix(80))" }.joined(separator: " ")
+            lines.append((request.at - startedAt, "registrar: \(request.kind) \(what)"))
+        }
+        print("netres lab: timeline")
+        for (at, what) in lines.sorted(by: { $0.0 < $1.0 }) {
+            print(
+                String(format: "%+9.3fs  ", at)
+                    + what.unicodeScalars.map { $0.isASCII && $0.value >= 32 ? String($0) : "?" }.joined())
+        }
+        if let registrar, let bindings = try? await registrar.bindings() {
+            print("netres lab: registrar bindings at the end: \(bindings.count)")
+            for binding in bindings { print("  \(binding.addressOfRecord) -> \(binding.contact)") }
+        }
+    }
+}
+
+/// CLOCK_REALTIME in seconds, the clock the registrar's log stamps.
+func realtime() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+/// Standard error as a `TextOutputStream`.
+struct StandardError: TextOutputStream {
+    mutating func write(_ string: String) { FileHandle.standardError.write(Data(string.utf8)) }
+}

@@ -1,0 +1,83 @@
+import ArgumentParser
+import NetworkLab
+import ResiliencePolicyFile
+
+extension ResilienceCommand {
+    /// `netres lab`: the NetworkLab kit for any program, driven by a YAML scenario.
+    struct Lab: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a command behind scripted network faults in throw-away namespaces (root).",
+            subcommands: [LabRun.self, LabCheck.self, LabGC.self]
+        )
+    }
+
+    /// `netres lab check FILE`: exit 0 when the scenario is valid, 1 with a located error.
+    struct LabCheck: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "check", abstract: "Validate a lab scenario.")
+
+        @Argument(help: "The YAML scenario file.")
+        var file: String
+
+        func run() throws {
+            let scenario = try LabRun.load(file)
+            print("\(file): valid (\(scenario.links.count) links, \(scenario.steps.count) steps)")
+        }
+    }
+
+    /// `netres lab gc`: removes the namespaces, processes and folders of labs whose owner is gone.
+    struct LabGC: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "gc", abstract: "Remove what labs of dead processes left behind.")
+
+        @Flag(help: "Also remove the objects of labs whose owner still runs.")
+        var all = false
+
+        func run() throws {
+            let removed = LabOwnership.collectGarbage(all: all)
+            for name in removed { print("removed \(name)") }
+            print("\(removed.count) lab objects removed")
+        }
+    }
+
+    /// `netres lab run FILE -- COMMAND…`.
+    struct LabRun: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Bring a lab up from a scenario, run COMMAND in its client host, play the fault timeline.",
+            discussion: """
+                The command sees NETLAB_REGISTRAR (the registrar's address), NETLAB_INTERFACES and NETLAB_SEED.
+                Exit status: the command's, 1 for a bad scenario, 2 when the lab fails.
+                """
+        )
+
+        @Argument(help: "The YAML scenario file.")
+        var file: String
+
+        @Argument(parsing: .postTerminator, help: "The command to run in the client host.")
+        var command: [String] = []
+
+        static func load(_ file: String) throws -> LabScenario {
+            do {
+                return try LabScenario.load(path: file)
+            } catch {
+                var standardError = StandardError()
+                print(error.description, to: &standardError)
+                throw ExitCode(1)
+            }
+        }
+
+        func run() async throws {
+            let scenario = try Self.load(file)
+            guard !command.isEmpty else { throw ValidationError("name a command after --") }
+            let status: Int32
+            do {
+                status = try await LabPlayer(scenario: scenario, command: command).play()
+            } catch let error as NetworkLabError {
+                var standardError = StandardError()
+                print("netres lab: \(error)", to: &standardError)
+                throw ExitCode(2)
+            }
+            if status != 0 { throw ExitCode(status) }
+        }
+    }
+}
