@@ -7,9 +7,17 @@ public import ResilienceCore
 /// `restored` are derived from the path so they alternate. Nothing is debounced: a test that
 /// wants a hold-down scripts it.
 ///
+/// **An immediate `lose()` then `restore()` is coalesced into nothing by the manager.** The source
+/// emits both transitions, but the `ResilienceManager` that has not yet decided the
+/// loss when the restore arrives drops the pair: no decision, no new epoch, only a
+/// `flapCoalesced` event (and a `changed` decision when the restored path differs). To see the
+/// loss decided, wait for its decision before restoring:
+///
 /// ```swift
 /// let network = ScriptedNetworkSource()
+/// let events = EventRecorder.recording(manager.events())
 /// await network.lose(.noCarrier)
+/// try await events.wait("the loss decided") { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
 /// await network.restore()
 /// ```
 public actor ScriptedNetworkSource: NetworkEventSource {

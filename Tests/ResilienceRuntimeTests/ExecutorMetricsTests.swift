@@ -15,11 +15,11 @@ struct ExecutorMetricsTests {
         let executor = ActionExecutor(
             plugins: [plugin], clock: clock, configuration: .init(randomSeed: 1, metricsFactory: metrics),
             logger: quiet)
-        let events = Recorder.recording(executor.events())
+        let events = EventRecorder.recording(executor.events())
         await executor.submit([planned(.register, "reg")], epoch: .initial)
-        let retry = await events.wait { $0.isRetrying }.first!
+        let retry = try await events.wait { $0.isRetrying }.first!
         clock.advance(to: retry.retryAt!)
-        await events.wait { $0.isSucceeded }  // metrics are recorded before the event is emitted
+        try await events.wait { $0.isSucceeded }  // metrics are recorded before the event is emitted
         let retrying = try metrics.expectCounter("netres.actions", [("kind", "register"), ("outcome", "retrying")])
         let succeeded = try metrics.expectCounter("netres.actions", [("kind", "register"), ("outcome", "succeeded")])
         #expect(retrying.totalValue == 1 && succeeded.totalValue == 1)
