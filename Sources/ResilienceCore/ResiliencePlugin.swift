@@ -20,6 +20,13 @@ public protocol ResiliencePlugin: Service {
     /// supports its kind for that service.
     var supportedActions: Set<ActionKind> { get }
 
+    /// The actions among ``supportedActions`` that need no network path (e.g. closing a local
+    /// pool): the rules may plan them while the network is down, and the executor runs and
+    /// retries them then, and does not cancel them when a loss starts a new epoch. The built-in
+    /// local actions (``ActionKind/local``: drain-http, close-stale-transports, run-hook) are
+    /// local whatever a plugin says; by default a plugin adds none.
+    var localActions: Set<ActionKind> { get }
+
     /// Whether this plugin handles the given service (e.g. the SIP plugin handles its accounts).
     func handles(_ service: ServiceID) -> Bool
 
@@ -36,6 +43,9 @@ public protocol ResiliencePlugin: Service {
 extension ResiliencePlugin {
     /// Plugins without background work wait for shutdown.
     public func run() async throws { try await gracefulShutdown() }
+
+    /// Plugins declare no local actions of their own unless they say so.
+    public var localActions: Set<ActionKind> { [] }
 
     /// Plugins that learn nothing between actions report nothing.
     public var reports: AsyncStream<PluginReport> { AsyncStream { $0.finish() } }

@@ -8,9 +8,9 @@ public import ResilienceCore
 ///   service's level row lists the trigger in `allowedOn`).
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
-/// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
-///   that needs the network until a `restored` or `changed` trigger (local actions such as
-///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
+/// - While the network is lost, only local actions are planned (``ActionKind/local``:
+///   `run-hook`, `drain-http`, `close-stale-transports`, plus ``localActions``); nothing that
+///   needs the network until a `restored` or `changed` trigger.
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
@@ -25,8 +25,15 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var interruptionActive: Bool
+    /// Plugin actions that need no network (their plugins' `localActions`); with the built-in
+    /// ``ActionKind/local`` ones, the only actions planned while the network is lost.
+    public var localActions: Set<ActionKind>
 
-    public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
+    public init(
+        policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true,
+        localActions: Set<ActionKind> = []
+    ) {
+        self.localActions = localActions
         self.policy = policy
         self.appState = appState
         self.networkAvailable = networkAvailable
@@ -94,7 +101,7 @@ public struct RulesEngine: Sendable, Hashable {
     }
 
     private func permits(_ kind: ActionKind, for service: ClientService, triggerName: String) -> Bool {
-        if kind.needsNetwork && !networkAvailable { return false }
+        if kind.needsNetwork && !localActions.contains(kind) && !networkAvailable { return false }
         guard kind.bringsUp, level(of: service, in: appState) == .none else { return true }
         let row = policy.row(for: service.kind)
         return row?.allowedOn.contains { $0.matches(name: triggerName) } ?? false

@@ -25,6 +25,8 @@ public import ResilienceRules
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
 ///   the plugin's `Retry-After`. While the path is unsatisfied nothing is retried and actions of
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
+/// - Local actions (``ActionKind/isLocal``, or in their plugin's `localActions`) are the
+///   exception: they start and retry while the path is unsatisfied, and a loss does not cancel them.
 /// - Every attempt has a deadline (`Configuration.actionTimeout`) and every outcome is observable
 ///   through ``events()``, the `onEvent` sink, logs and metrics.
 public actor ActionExecutor {

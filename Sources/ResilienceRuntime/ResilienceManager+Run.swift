@@ -46,7 +46,9 @@ extension ResilienceManager {
                 // `.initial` is no change, but the rules and the executor must start from it: the
                 // executor hands plugins this path (their local addresses) until the next transition.
                 if !transition.path.isSatisfied {
-                    rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
+                    rules = RulesEngine(
+                        policy: rules.policy, appState: appState, networkAvailable: false,
+                        localActions: rules.localActions)
                 }
                 await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
                 if !hasStarted {

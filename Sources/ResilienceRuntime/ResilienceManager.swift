@@ -118,7 +118,9 @@ public actor ResilienceManager: Service {
         self.logger = logger
         self.customDecide = decide
         self.appState = appState
-        self.rules = RulesEngine(policy: policy, appState: appState)
+        self.rules = RulesEngine(
+            policy: policy, appState: appState,
+            localActions: plugins.reduce(into: []) { $0.formUnion($1.localActions) })
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
         self.executor = ActionExecutor(

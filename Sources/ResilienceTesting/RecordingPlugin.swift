@@ -63,13 +63,19 @@ public final class RecordingPlugin: ResiliencePlugin {
     public let supportedActions: Set<ActionKind>
     public var reports: AsyncStream<PluginReport> { reportStream.stream }
 
+    /// Actions it declares local (run while the network is down), beyond the built-in ones.
+    public let localActions: Set<ActionKind>
+
     /// - Parameters:
     ///   - services: the services it handles; nil for all.
+    ///   - localActions: its own actions that need no network (see `ResiliencePlugin.localActions`).
     public init(
-        id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil
+        id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil,
+        localActions: Set<ActionKind> = []
     ) {
         self.id = id
         self.supportedActions = actions
+        self.localActions = localActions
         self.services = services
     }
 
