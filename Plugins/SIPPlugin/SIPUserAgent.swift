@@ -6,7 +6,7 @@ public import ResilienceCore
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
 ///
-/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionTable`` and
+/// Layers, bottom up: `SIPTransport` (bytes ↔ messages) → `TransactionTable` and
 /// `runNonInviteTransaction` (retransmission, matching) → `exchange` (digest challenges) →
 /// registration / subscription / publication state. Dialog usages (INVITE) plug in at the same
 /// level as subscriptions: they build requests and call `exchange`.
@@ -34,7 +34,11 @@ public actor SIPUserAgent {
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
 
-    /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
+    /// - Parameters:
+    ///   - account: the account this agent registers and subscribes.
+    ///   - timers: RFC 3261 timers.
+    ///   - logger: SIP transactions and flows log here; never a password.
+    ///   - onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
     ///   unreachable, an unanswered keep-alive) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
     public init(

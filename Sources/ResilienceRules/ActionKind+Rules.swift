@@ -18,7 +18,7 @@ extension ActionKind {
     public var bringsUp: Bool { Self.bringUp.contains(self) }
 
     /// Whether this action needs a satisfied network path: every action but the built-in local
-    /// ones (``ActionKind/isLocal``). A plugin's own local actions are known to the engine
+    /// ones (`ActionKind/isLocal`). A plugin's own local actions are known to the engine
     /// through ``RulesEngine/localActions``.
     public var needsNetwork: Bool { !isLocal }
 

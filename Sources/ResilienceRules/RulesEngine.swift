@@ -8,7 +8,7 @@ public import ResilienceCore
 ///   service's level row lists the trigger in `allowedOn`).
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
-/// - While the network is lost, only local actions are planned (``ActionKind/local``:
+/// - While the network is lost, only local actions are planned (`ActionKind/local`:
 ///   `run-hook`, `drain-http`, `close-stale-transports`, plus ``localActions``); nothing that
 ///   needs the network until a `restored` or `changed` trigger.
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
@@ -26,7 +26,7 @@ public struct RulesEngine: Sendable, Hashable {
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var interruptionActive: Bool
     /// Plugin actions that need no network (their plugins' `localActions`); with the built-in
-    /// ``ActionKind/local`` ones, the only actions planned while the network is lost.
+    /// `ActionKind/local` ones, the only actions planned while the network is lost.
     public var localActions: Set<ActionKind>
 
     public init(

@@ -5,7 +5,7 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
     /// The plugin was handed the action.
     case started
     case succeeded
-    /// A permanent failure (``PluginError/isRetryable`` false, or no plugin handles the action).
+    /// A permanent failure (`PluginError/isRetryable` false, or no plugin handles the action).
     case failed(PluginError)
     /// A retryable failure; the next attempt starts at the instant, or when the path is restored
     /// (`nil`): nothing is retried while the path is unsatisfied.

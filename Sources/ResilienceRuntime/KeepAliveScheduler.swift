@@ -53,8 +53,11 @@ public actor KeepAliveScheduler {
     /// Timer fires so far (each one a process wake-up).
     public private(set) var wakeUps = 0
 
-    /// - Parameter onDue: called on the scheduler with each wake-up's services due for refresh
-    ///   and for a ping.
+    /// - Parameters:
+    ///   - clock: the wake-ups run on it.
+    ///   - configuration: refresh margin, background minimum, coalescing window, jitter seed.
+    ///   - onDue: called on the scheduler with each wake-up's services due for refresh
+    ///     and for a ping.
     public init(
         clock: any RuntimeClock = ContinuousClock(), configuration: Configuration = Configuration(),
         onDue: @escaping @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void

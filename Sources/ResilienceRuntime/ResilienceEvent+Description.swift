@@ -1,7 +1,7 @@
 public import ResilienceCore
 
 /// The fields of one `netres run` log line for a ``ResilienceEvent`` that is not a transition
-/// (transitions are ``WatchRecord``s), and their one human rendering.
+/// (transitions are `WatchRecord`s), and their one human rendering.
 ///
 /// `netres run`'s human log, its JSON Lines and every `description` here use these fields, so a
 /// test's failure message reads like the daemon's log. Invariant: nothing here can carry a

@@ -21,10 +21,10 @@ public import ServiceLifecycle
 ///   `network.restored` brings the services up later).
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
-///   and every report is applied in order (``PluginReport``).
+///   and every report is applied in order (`PluginReport`).
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
-/// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
+/// - Every loss starts a new `NetworkEpoch`; every decision carries the epoch current then.
 /// - State-changing calls (`register`, `update`, `handle`) take effect at once for ``status()``;
 ///   their triggers are decided once ``run()`` runs.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
@@ -99,7 +99,10 @@ public actor ResilienceManager: Service {
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
     ///   - policy: backoff, keep-alive interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
+    ///   - appState: the app's state at start.
     ///   - clock: every timer of the runtime runs on it.
+    ///   - configuration: timeouts, keep-alive coalescing, jitter seed, metrics, sleep detection.
+    ///   - logger: the manager's, the executor's and the plugins' logs.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
     public init(
         source: any NetworkEventSource,

@@ -61,6 +61,9 @@ public final class EventRecorder<Element: Sendable>: Sendable {
     /// - Parameters:
     ///   - what: said in the failure, e.g. `"three registrations"`.
     ///   - timeout: real time, a guard against hangs, not a measurement.
+    ///   - fileID: where the wait is, for the failure; leave the default.
+    ///   - line: where the wait is, for the failure; leave the default.
+    ///   - predicate: true once the elements recorded so far show what the test waits for.
     /// - Throws: ``EventRecorderTimeout`` when the timeout passes or the stream ends first.
     @discardableResult
     public func wait(

@@ -67,6 +67,8 @@ public final class RecordingPlugin: ResiliencePlugin {
     public let localActions: Set<ActionKind>
 
     /// - Parameters:
+    ///   - id: its identifier in logs.
+    ///   - actions: the actions it performs; every built-in one by default.
     ///   - services: the services it handles; nil for all.
     ///   - localActions: its own actions that need no network (see `ResiliencePlugin.localActions`).
     public init(

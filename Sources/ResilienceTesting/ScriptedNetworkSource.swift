@@ -1,6 +1,6 @@
 public import ResilienceCore
 
-/// A ``NetworkEventSource`` a test drives by hand: set the path, emit transitions and raw events.
+/// A `NetworkEventSource` a test drives by hand: set the path, emit transitions and raw events.
 ///
 /// It keeps the source invariants: every `transitions()` subscriber first gets `.initial` (the
 /// path at the moment it subscribed), then every transition emitted afterwards; `lost` and
@@ -31,6 +31,7 @@ public actor ScriptedNetworkSource: NetworkEventSource {
 
     /// - Parameters:
     ///   - path: the path at start; satisfied on `eth0` (198.18.0.2) by default.
+    ///   - snapshot: the links and addresses plugins see; empty by default.
     ///   - clock: stamps transitions and events.
     public init(
         path: NetworkPath = ScriptedNetworkSource.satisfiedPath, snapshot: NetworkSnapshot = .empty,

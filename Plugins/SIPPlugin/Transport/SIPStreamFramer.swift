@@ -1,6 +1,6 @@
 /// Cuts SIP messages out of a byte stream (TCP) by `Content-Length` (RFC 3261 §18.3).
 ///
-/// Pure and synchronous so it is tested without sockets; ``SIPFrameDecoder`` wraps it for NIO.
+/// Pure and synchronous so it is tested without sockets; `SIPFrameDecoder` wraps it for NIO.
 /// A stream that breaks framing cannot be resynchronised: the caller closes the connection.
 public enum SIPStreamFramer {
     public enum Frame: Equatable, Sendable {
