@@ -124,7 +124,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", log, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NetlinkMonitor", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
