@@ -32,18 +32,18 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     public static let openHTTP: Self = "open-http"
     /// Close transports bound to an address that vanished.
     public static let closeStaleTransports: Self = "close-stale-transports"
-    /// Send a keep-alive (e.g. RFC 5626 CRLF ping) on the flow.
-    public static let keepAlive: Self = "keep-alive"
-    public static let runHook: Self = "run-hook"
+    /// Ping the flow under a service so it stays open (RFC 5626: CRLF over TCP, OPTIONS over
+    /// UDP). Not a refresh: re-REGISTER/re-SUBSCRIBE before expiry are `refresh-*` actions.
+    public static let pingFlow: Self = "ping-flow"
 
     /// Built-in actions that need no network path: they only touch local state (finish or refuse
-    /// local HTTP requests, close sockets bound to a vanished address, run a hook script).
+    /// local HTTP requests, close sockets bound to a vanished address).
     ///
     /// These are the only built-in actions that run while the network is down: the rules engine
     /// plans them during a loss, and the executor starts and retries them while the path is
     /// unsatisfied and does not cancel them when a loss starts a new epoch. A plugin declares its
     /// own local actions with `ResiliencePlugin.localActions`.
-    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports, .runHook]
+    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports]
 
     /// Whether this is a built-in local action (see ``local``); a plugin's own actions are local
     /// only when the plugin lists them in `localActions`.
@@ -53,7 +53,7 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     public static let builtIn: [ActionKind] = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,
         .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall, .drainHTTP, .openHTTP,
-        .closeStaleTransports, .keepAlive, .runHook,
+        .closeStaleTransports, .pingFlow,
     ]
 }
 

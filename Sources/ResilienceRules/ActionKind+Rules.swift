@@ -5,7 +5,7 @@ extension ActionKind {
     /// level is `none` (unless its level row allows the trigger).
     public static let bringUp: Set<ActionKind> = [
         .register, .refreshRegistration, .subscribe, .refreshSubscription, .publishPresence, .resumeCall,
-        .reinviteCall, .openHTTP, .keepAlive,
+        .reinviteCall, .openHTTP, .pingFlow,
     ]
 
     /// Pairs that undo each other; one rule set planning both for one service is a contradiction.
@@ -25,10 +25,10 @@ extension ActionKind {
     /// Plugin actions are namespaced with a dot (`vendor.thing`); built-ins never are.
     public var isPluginAction: Bool { rawValue.contains(".") }
 
-    /// The service families a built-in action applies to; nil means any (run-hook, plugin actions).
+    /// The service families a built-in action applies to; nil means any (plugin actions).
     public var families: Set<ServiceSelector.Family>? {
         switch self {
-        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .keepAlive:
+        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow:
             [.registration]
         case .subscribe, .refreshSubscription, .unsubscribe: [.subscription]
         case .publishPresence: [.presencePublish]

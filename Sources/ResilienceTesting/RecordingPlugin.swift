@@ -60,7 +60,8 @@ public final class RecordingPlugin: ResiliencePlugin {
     private let reportStream = AsyncStream<PluginReport>.makeStream()
 
     public let id: String
-    public let supportedActions: Set<ActionKind>
+    /// The kinds it performs.
+    public let actions: Set<ActionKind>
     public var reports: AsyncStream<PluginReport> { reportStream.stream }
 
     /// Actions it declares local (run while the network is down), beyond the built-in ones.
@@ -68,20 +69,22 @@ public final class RecordingPlugin: ResiliencePlugin {
 
     /// - Parameters:
     ///   - id: its identifier in logs.
-    ///   - actions: the actions it performs; every built-in one by default.
-    ///   - services: the services it handles; nil for all.
+    ///   - actions: the kinds it performs; every built-in one by default.
+    ///   - services: the services it performs them for; nil for all.
     ///   - localActions: its own actions that need no network (see `ResiliencePlugin.localActions`).
     public init(
         id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil,
         localActions: Set<ActionKind> = []
     ) {
         self.id = id
-        self.supportedActions = actions
+        self.actions = actions
         self.localActions = localActions
         self.services = services
     }
 
-    public func handles(_ service: ServiceID) -> Bool { services?.contains(service) ?? true }
+    public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        actions.contains(kind) && (services?.contains(service) ?? true)
+    }
 
     /// Queues behaviours for the next attempts on `service`; the last one repeats.
     public func program(_ behaviors: [Behavior], for service: ServiceID) {

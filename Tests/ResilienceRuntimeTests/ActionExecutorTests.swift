@@ -236,6 +236,6 @@ struct LocalActionTests {
     }
 
     @Test func theVocabularySaysWhichBuiltInActionsAreLocal() {
-        #expect(ActionKind.builtIn.filter(\.isLocal) == [.drainHTTP, .closeStaleTransports, .runHook])
+        #expect(ActionKind.builtIn.filter(\.isLocal) == [.drainHTTP, .closeStaleTransports])
     }
 }

@@ -14,10 +14,11 @@ import Testing
 /// The plugin under test: it (re)connects a chat session and counts its connections.
 final class ChatPlugin: ResiliencePlugin {
     let id = "chat"
-    let supportedActions: Set<ActionKind> = [.register, .refreshRegistration, .unregister]
     let connections = Mutex(0)
 
-    func handles(_ service: ServiceID) -> Bool { service == "chat.session" }
+    func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        service == "chat.session" && [.register, .refreshRegistration, .unregister].contains(kind)
+    }
 
     func perform(_ action: PlannedAction, context: PluginContext) async throws {
         guard context.path.isSatisfied else { throw PluginError("no network") }
