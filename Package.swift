@@ -152,7 +152,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
+            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", "ResilienceTesting", log],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -94,6 +94,24 @@ public final class EventRecorder<Element: Sendable>: Sendable {
         }
     }
 
+    /// How many elements were recorded so far: the index the next one gets, a mark for
+    /// ``first(since:_:timeout:fileID:line:where:)``.
+    public var count: Int { state.withLock { $0.items.count } }
+
+    /// Returns the first element at or after index `since` that matches, once one has arrived.
+    ///
+    /// - Throws: ``EventRecorderTimeout`` when none arrives within `timeout` or the stream ends.
+    public func first(
+        since: Int = 0, _ what: String = "a matching element", timeout: Duration = .seconds(30),
+        fileID: String = #fileID, line: Int = #line, where matching: @escaping @Sendable (Element) -> Bool
+    ) async throws -> Element {
+        let start = max(0, since)
+        let seen = try await wait(what, timeout: timeout, fileID: fileID, line: line) {
+            $0.count > start && $0[start...].contains(where: matching)
+        }
+        return seen[start...].first(where: matching)!
+    }
+
     /// Returns the matching elements once at least `count` elements match.
     @discardableResult
     public func wait(
