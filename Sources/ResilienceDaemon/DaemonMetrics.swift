@@ -7,7 +7,7 @@ import Synchronization
 /// The metrics `netres run` exports, recorded into a Prometheus registry through swift-metrics.
 ///
 /// The executor records its own (``factory`` is handed to the manager): `netres_actions`
-/// by `kind` and `outcome`, and the `netres_action_latency` / `netres_action_duration`
+/// by `plugin`, `kind` and `outcome`, and the `netres_action_latency` / `netres_action_duration`
 /// histograms. ``observe(_:)`` adds, from the manager's event stream:
 /// - `netres_transitions` by `kind` (initial, lost, restored, changed): the monitor's path
 ///   transitions;

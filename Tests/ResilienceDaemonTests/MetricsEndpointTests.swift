@@ -95,8 +95,11 @@ struct MetricsEndpointTests {
         await group.triggerGracefulShutdown()
         try await running.value
         observer.cancel()
-        #expect(Self.sample(text, #"netres_actions{kind="register",outcome="retrying"}"#) == 1, "\(text)")
-        #expect((Self.sample(text, #"netres_actions{kind="register",outcome="succeeded"}"#) ?? 0) >= 1)
+        #expect(
+            Self.sample(text, #"netres_actions{plugin="recording",kind="register",outcome="retrying"}"#) == 1, "\(text)"
+        )
+        #expect(
+            (Self.sample(text, #"netres_actions{plugin="recording",kind="register",outcome="succeeded"}"#) ?? 0) >= 1)
         #expect(Self.sample(text, #"netres_transitions{kind="lost"}"#) == 1)
         #expect(Self.sample(text, "netres_recovery_count") == 1)
         #expect(Self.sample(text, #"netres_registrations{outcome="succeeded"}"#) ?? 0 >= 2)
