@@ -33,6 +33,9 @@ public final class DaemonMetrics: Sendable {
         factory.durationHistogramBuckets = ["netres.recovery": long, "netres.path.downtime": long]
         self.registry = registry
         self.factory = factory
+        // Served from the start, empty: an operator sees the histograms before the first recovery.
+        _ = timer("netres.recovery")
+        _ = timer("netres.path.downtime")
     }
 
     /// Counts what one manager event says; call for every event, in order.

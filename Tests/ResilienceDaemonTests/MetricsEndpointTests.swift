@@ -61,6 +61,7 @@ struct MetricsEndpointTests {
         #expect(Self.sample(text, #"netres_transitions{kind="lost"}"#) == 1)
         #expect(Self.sample(text, #"netres_transitions{kind="restored"}"#) == 1)
         #expect(Self.sample(text, "netres_path_downtime_count") == 1)
+        #expect(Self.sample(text, "netres_recovery_count") == 0, "served before any registration recovered")
     }
 
     @Test func actionsByOutcomeAndTheRecoveryHistogramAfterAFlap() async throws {
