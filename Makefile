@@ -11,7 +11,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 # Every public module; a broken symbol link or a stale example fails `make docs`.
 DOC_TARGETS = ResilienceCore ResilienceRules ResiliencePolicyFile ResilienceRuntime ResilienceTesting \
-	NetlinkMonitor SIPPlugin HTTPGate
+	NetlinkMonitor SIPPlugin HTTPGate NetworkLab
 
 .PHONY: run test deps-run deps-test deps-install build lint docs bench install install-docs clean
 
