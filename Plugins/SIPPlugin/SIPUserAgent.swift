@@ -21,6 +21,8 @@ public actor SIPUserAgent {
     var push: PushParameters?
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
+    /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
+    var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
     /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
@@ -133,6 +135,7 @@ public actor SIPUserAgent {
             if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         }
         let services = servicesOnFlow
+        subscriptionsLostTheirFlow()
         logger.warning(
             "sip.flow-lost",
             metadata: [

@@ -27,14 +27,17 @@ struct SIPSubscriptionPeerTests {
     }
 
     /// A NOTIFY inside the dialog that `subscribe` opened.
-    static func notify(for subscribe: SIPMessage, tag: String, state: String, port: Int) -> [UInt8] {
+    /// `cseq` nil draws a random one (a dialog that gets one NOTIFY).
+    static func notify(for subscribe: SIPMessage, tag: String, state: String, port: Int, cseq: UInt32? = nil)
+        -> [UInt8]
+    {
         let fromTag = subscribe.headers["From"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] } ?? ""
         var headers = SIPHeaders()
         headers.add("Via", "SIP/2.0/UDP 127.0.0.1:\(port);branch=z9hG4bK\(UInt32.random(in: 0...UInt32.max))")
         headers.add("From", "<sip:peer@127.0.0.1>;tag=\(tag)")
         headers.add("To", "<sip:peer@127.0.0.1>;tag=\(fromTag)")
         headers.add("Call-ID", subscribe.headers["Call-ID"] ?? "")
-        headers.add("CSeq", "\(UInt16.random(in: 1...999)) NOTIFY")
+        headers.add("CSeq", "\(cseq ?? UInt32(UInt16.random(in: 1...999))) NOTIFY")
         headers.add("Contact", "<sip:notifier@127.0.0.1:\(port)>")
         headers.add("Event", "reg")
         headers.add("Subscription-State", state)
