@@ -12,7 +12,9 @@ public import ResilienceRules
 ///   order; a newer batch for the service replaces it, and the replaced actions are reported
 ///   ``ActionOutcome/superseded`` without ever reaching a plugin. A running action of an older
 ///   batch whose kind the newer batch does again is cancelled (Task cancellation) and reported
-///   superseded too, so the redo starts at once instead of after a stale attempt.
+///   superseded too, so the redo starts at once instead of after a stale attempt. Exception: a
+///   batch of flow pings (``ActionKind/keepAlive``) alone never replaces or stops other work of
+///   the service; the pings are reported superseded instead (the other work uses the flow too).
 /// - Every action carries the ``NetworkEpoch`` it was decided in. A loss that starts a newer epoch
 ///   cancels the running actions of older epochs (Task cancellation, visible to the plugin) and
 ///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported

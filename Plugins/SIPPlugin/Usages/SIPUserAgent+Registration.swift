@@ -19,6 +19,9 @@ struct RegistrationState {
     var outcomeUnknown = false
     /// The registrar's `Flow-Timer` (RFC 5626 §5.4) from the last 2xx, in seconds.
     var flowTimer: Int?
+    /// The flow the last 2xx to a REGISTER came through. A keep-alive proves only this flow:
+    /// on any other (opened since, after a loss) the registration is re-established instead.
+    var registeredFlow: SIPTransport?
 
     init(expires: Int) { self.expires = expires }
 }
@@ -92,10 +95,11 @@ extension SIPUserAgent {
             switch response.status ?? 0 {
             case 200..<300:
                 registration.outcomeUnknown = false
+                registration.registeredFlow = flow
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
-                registration.flowTimer = response.headers["Flow-Timer"].flatMap { Int($0) }.flatMap {
-                    $0 > 0 ? $0 : nil
-                }
+                registration.flowTimer = response.headers["Flow-Timer"].flatMap {
+                    SubscriptionStatus.State.clampedSeconds($0, maximum: Int(Int32.max))
+                }.flatMap { $0 > 0 ? $0 : nil }
                 registration.staleContacts.removeAll()
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
@@ -143,6 +147,7 @@ extension SIPUserAgent {
         registration.contact = nil
         registration.granted = nil
         registration.flowTimer = nil
+        registration.registeredFlow = nil
         registration.staleContacts.removeAll()
         logger.info("sip.unregistered")
     }
@@ -180,11 +185,15 @@ extension SIPUserAgent {
     func grantedExpiry(in response: SIPMessage, for contact: String) -> Int? {
         let key = Self.bindingKey(contact)
         for value in response.headers.listValues("Contact") where Self.bindingKey(extractURI(value)) == key {
-            if let raw = SIPParameters.parse(afterFirstSemicolon: value)["expires"], let seconds = Int(raw) {
+            if let raw = SIPParameters.parse(afterFirstSemicolon: value)["expires"],
+                let seconds = SubscriptionStatus.State.clampedSeconds(raw, maximum: Int(Int32.max))
+            {
                 return seconds
             }
         }
-        return response.headers["Expires"].flatMap { Int($0) }
+        return response.headers["Expires"].flatMap {
+            SubscriptionStatus.State.clampedSeconds($0, maximum: Int(Int32.max))
+        }
     }
 
     /// `user@host:port` lower-cased, the part of a Contact URI that identifies a binding.
