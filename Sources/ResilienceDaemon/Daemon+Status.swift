@@ -50,9 +50,8 @@ extension Daemon {
         }
         var accounts: [JSONValue] = []
         for account in plugin.accounts {
-            guard let agent = plugin.agent(for: account.name) else { continue }
-            let contact = await agent.registrationStatus.contact
-            let push = await agent.isPushAvailable
+            let contact = await plugin.registrationStatus(of: account.name)?.contact
+            let push = await plugin.isPushAvailable(for: account.name) ?? false
             lines.append(
                 "account \(account.name): " + (contact.map { "registered \($0)" } ?? "not registered")
                     + (push ? "; push available" : "; push service not available"))

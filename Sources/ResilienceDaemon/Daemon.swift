@@ -13,10 +13,9 @@ public import UnixSignals
 ///
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
-/// - A registration's or subscription's granted expiry is reported back to the manager after each
-///   success, which arms the coalesced keep-alive refresh; a registration's keep-alive interval
-///   (the registrar's Flow-Timer, else the account's) arms its flow pings, and unregistering
-///   stops them.
+/// - Expiries and keep-alive intervals reach the manager from the plugin itself
+///   (``SIPPlugin/reports``); the daemon only logs events, feeds the status book and the hooks.
+///   It uses SIPPlugin to build the plugin and through the plugin's methods, never an agent.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
@@ -121,7 +120,7 @@ public final class Daemon: Sendable {
             guard let entry = config.accounts.first(where: { $0.account.name == name }) else {
                 return "error: no account \"\(name)\"\n"
             }
-            guard let push = entry.push, let agent = plugin.agent(for: name) else {
+            guard let push = entry.push else {
                 return "error: account \"\(name)\" has no push settings (push: { provider, token-file })\n"
             }
             do {
@@ -129,15 +128,16 @@ public final class Daemon: Sendable {
             } catch {
                 return "error: \(error)\n"
             }
-            await agent.setPushParameters(PushParameters(provider: push.provider, prid: token, param: push.param))
+            _ = await plugin.setPushParameters(
+                PushParameters(provider: push.provider, prid: token, param: push.param), for: name)
             await manager.pushTokenChanged()
             return "ok push-token \(name)\n"
         }
     }
 }
 
-/// Logs every manager event and feeds expiries and keep-alive intervals back to the manager; finishes when the manager's
-/// event stream does (after its teardown).
+/// Logs every manager event, records action outcomes for status and hands transitions to the
+/// hooks; finishes when the manager's event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
 
@@ -146,42 +146,13 @@ struct EventFollower: Service {
         for await event in daemon.events {
             await daemon.output(renderer.render(event))
             switch event {
-            case .action(let action):
-                await daemon.book.record(action)
-                if action.outcome == .succeeded { await reportExpiry(of: action) }
-            case .transition(let transition):
-                daemon.hooks?.submit(transition)
-            default:
-                break
+            case .action(let action): await daemon.book.record(action)
+            case .transition(let transition): daemon.hooks?.submit(transition)
+            default: break
             }
         }
         // The stream ends after the manager's teardown, before this service's turn to shut down;
         // a service group treats an early return as a failure.
         try? await gracefulShutdown()
-    }
-
-    private func reportExpiry(of event: ActionEvent) async {
-        let id = event.action.service
-        guard let service = await daemon.manager.status().services.first(where: { $0.id == id }),
-            let name = service.account, let agent = daemon.plugin.agent(for: name)
-        else { return }
-        var updated = service
-        switch (service.kind, event.action.kind) {
-        case (.registration, .register), (.registration, .refreshRegistration):
-            let status = await agent.registrationStatus
-            updated.expires = status.expires.map { event.at + .seconds($0) }
-            // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
-            updated.keepAliveInterval = status.keepAliveInterval
-        case (.subscription, .subscribe), (.subscription, .refreshSubscription):
-            updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
-        case (.registration, .unregister):
-            updated.expires = nil
-            updated.keepAliveInterval = nil
-        case (_, .unregister), (_, .unsubscribe):
-            updated.expires = nil
-        default:
-            return
-        }
-        await daemon.manager.update(updated)
     }
 }
