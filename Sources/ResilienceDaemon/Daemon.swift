@@ -13,7 +13,7 @@ public import UnixSignals
 ///
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
-/// - Expiries and keep-alive intervals reach the manager from the plugin itself
+/// - Expiries and flow-ping intervals reach the manager from the plugin itself
 ///   (``SIPPlugin/reports``); the daemon only logs events, feeds the status book and the hooks.
 ///   It uses SIPPlugin to build the plugin and through the plugin's methods, never an agent.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
@@ -35,7 +35,7 @@ public final class Daemon: Sendable {
     let hooks: HookRunner?
 
     /// - Parameters:
-    ///   - source: the network; nil for a `NetlinkMonitor` with the config's interfaces and hold-down.
+    ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
@@ -44,7 +44,7 @@ public final class Daemon: Sendable {
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
-        if let holdDown = config.holdDown { policy.lossHoldDown = holdDown }
+        if let holdDown = config.holdDown { policy.holdDown = holdDown }
         let accounts = config.accounts.map { entry in
             var account = entry.account
             if let push = entry.push, let token = PushTokenStore.read(push.tokenFile) {
@@ -57,8 +57,8 @@ public final class Daemon: Sendable {
         if let source {
             (monitor, network) = (nil, source)
         } else {
-            let owned = NetlinkMonitor(
-                filter: InterfaceFilter(config.interfaces), holdDown: policy.lossHoldDown, logger: logger)
+            // No hold-down here: the manager applies the policy's (the one place it is applied).
+            let owned = NetlinkMonitor(filter: InterfaceFilter(config.interfaces), logger: logger)
             (monitor, network) = (owned, owned)
         }
         self.config = config

@@ -11,7 +11,7 @@ extension ActionExecutor {
         // A batch that only pings the flow never replaces other work of the service (a register
         // waiting for its retry, a running one): that work goes through the flow too, and a ping
         // that succeeded on a new flow would leave the service unbound while looking healthy.
-        if queued.allSatisfy({ $0.action.kind == .keepAlive }), slot.hasWork(otherThan: .keepAlive) {
+        if queued.allSatisfy({ $0.action.kind == .pingFlow }), slot.hasWork(otherThan: .pingFlow) {
             for dropped in queued { report(dropped, .superseded) }
             return
         }
@@ -72,8 +72,9 @@ extension ActionExecutor {
         tryStart(id)
     }
 
-    private func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
-        plugins.first { $0.supportedActions.contains(action.kind) && $0.handles(action.service) }
+    /// The plugin that performs `action`: the first that answers ``ResiliencePlugin/performs(_:for:)``.
+    func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
+        plugins.first { $0.performs(action.kind, for: action.service) }
     }
 
     private func start(_ queued: Queued, at now: ContinuousClock.Instant) -> Running? {
@@ -86,6 +87,7 @@ extension ActionExecutor {
         let token = nextToken
         let deadline = now + configuration.actionTimeout
         var actionLogger = logger
+        actionLogger[metadataKey: "plugin.id"] = "\(plugin.id)"
         actionLogger[metadataKey: "action.kind"] = "\(action.kind)"
         actionLogger[metadataKey: "service.id"] = "\(action.service)"
         actionLogger[metadataKey: "trigger"] = "\(action.trigger.name)"
@@ -228,7 +230,9 @@ extension ActionExecutor {
         let event = ActionEvent(
             action: queued.action, epoch: queued.epoch, attempt: queued.attempt, outcome: outcome,
             at: instant ?? clock.now)
-        if outcome != .started { metrics.count(kind: queued.action.kind, outcome: outcome) }
+        if outcome != .started {
+            metrics.count(plugin: route(queued.action)?.id ?? "none", kind: queued.action.kind, outcome: outcome)
+        }
         switch outcome {
         case .started, .succeeded, .superseded:
             if logger.logLevel <= .debug { log(event, level: .debug) }

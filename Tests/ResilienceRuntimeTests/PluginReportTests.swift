@@ -49,20 +49,20 @@ struct PluginReportTests {
             id: Self.registration.id, kind: .registration, account: "a", expires: clock.now + .seconds(3600))
         let (manager, events, group, run) = await start([granted])
         let margin = Policy.default.refreshMargin
-        #expect(await manager.status().nextKeepAlive == granted.expires! - margin)
+        #expect(await manager.status().nextWakeUp == granted.expires! - margin)
 
         // The registrar granted less on the next REGISTER: the plugin says so, nothing else does.
         var shorter = granted
         shorter.expires = clock.now + .seconds(600)
         sip.report(.serviceChanged(shorter))
-        #expect(await waitUntil(manager) { $0.nextKeepAlive == shorter.expires! - margin })
+        #expect(await waitUntil(manager) { $0.nextWakeUp == shorter.expires! - margin })
         #expect(await manager.status().services.first?.expires == shorter.expires)
 
         clock.advance(to: shorter.expires! - margin)
         let refresh = await events.wait(where: {
             $0.action?.action.kind == .refreshRegistration && $0.action?.isSucceeded == true
         })
-        #expect(refresh.first?.action?.action.trigger == .keepAliveDue([Self.registration.id]))
+        #expect(refresh.first?.action?.action.trigger == .refreshDue([Self.registration.id]))
         await group.triggerGracefulShutdown()
         try await run.value
     }
@@ -101,10 +101,10 @@ struct PluginReportTests {
         sip.report(
             .serviceChanged(
                 ClientService(
-                    id: Self.registration.id, kind: .registration, account: "a", keepAliveInterval: .seconds(1))))
-        #expect(await waitUntil(manager) { $0.nextKeepAlive != nil })
+                    id: Self.registration.id, kind: .registration, account: "a", flowPingInterval: .seconds(1))))
+        #expect(await waitUntil(manager) { $0.nextWakeUp != nil })
         clock.advance(by: .seconds(1))
-        await events.wait(where: { $0.action?.action.kind == .keepAlive && $0.action?.outcome == .superseded })
+        await events.wait(where: { $0.action?.action.kind == .pingFlow && $0.action?.outcome == .superseded })
         clock.advance(by: .seconds(5))
         let registered = await events.wait(where: {
             $0.action?.action.kind == .register && $0.action?.isSucceeded == true

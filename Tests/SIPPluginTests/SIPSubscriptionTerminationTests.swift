@@ -36,7 +36,7 @@ struct SIPSubscriptionTerminationTests {
         ("terminated;reason=deactivated", .atOnce),
         ("terminated;reason=timeout", .atOnce),
         ("terminated;reason=probation;retry-after=7", .waits(.seconds(7))),
-        ("terminated;reason=giveup;retry-after=99999999999999999999", .waits(.seconds(3600))),
+        ("terminated;reason=giveup;retry-after=99999999999999999999", .waits(.seconds(SIPWireNumber.maximumLifetime))),
         ("terminated;reason=giveup", .waits(nil)),
         ("terminated;reason=no-such-reason", .waits(nil)),
         ("terminated", .waits(nil)),

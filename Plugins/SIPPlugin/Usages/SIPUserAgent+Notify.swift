@@ -64,7 +64,10 @@ extension SIPUserAgent {
             }
             logger.notice(
                 "sip.subscription-terminated",
-                metadata: ["service": "\(service)", "reason": "\(reason)", "resubscribe": "\(!wasEnded)"])
+                metadata: [
+                    "service": "\(service)", "reason": "\(LogText.escaped(reason, limit: 64))",
+                    "resubscribe": "\(!wasEnded)",
+                ])
             subscriptions[service] = state
             if !wasEnded { onFlowLost([service]) }
         } else {

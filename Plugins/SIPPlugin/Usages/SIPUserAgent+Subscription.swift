@@ -48,10 +48,7 @@ extension SIPUserAgent {
                         if let toTag { dialog.confirm(remoteTag: toTag) }
                         dialog.update(fromResponse: response)
                     } ?? current.dialogID
-                current.status.expires =
-                    response.headers["Expires"].flatMap {
-                        SubscriptionStatus.State.clampedSeconds($0, maximum: Int(Int32.max))
-                    } ?? current.expires
+                current.status.expires = response.expires ?? current.expires
                 if current.status.state == .none { current.status.state = .pending }
                 subscriptions[service] = current
                 logger.info(
@@ -61,9 +58,7 @@ extension SIPUserAgent {
                 logger.notice("sip.subscription-recreated", metadata: ["service": "\(service)"])
                 openSubscription(target, service: service, resource: current.resource)
             case 423:
-                guard let raw = response.headers["Min-Expires"],
-                    let minimum = SubscriptionStatus.State.clampedSeconds(raw, maximum: Int(Int32.max)),
-                    minimum > current.expires
+                guard let minimum = response.minExpires, minimum > current.expires
                 else { throw PluginError.permanent("423 without a usable Min-Expires") }
                 current.expires = minimum
                 subscriptions[service] = current

@@ -61,18 +61,15 @@ public enum SIPEvent: Hashable, Sendable {
 }
 
 extension SubscriptionStatus.State {
-    /// The longest `retry-after` honoured, in seconds; larger values are clamped to it.
-    static let maximumRetryAfter = 3600
-
     /// Parses a `Subscription-State` value (`active;expires=600`, `terminated;reason=rejected`).
     /// A state word other than `active`, `pending` or `terminated` (garbled) counts as terminated
-    /// with reason `garbled`. Numbers are clamped: `expires` to 0...2³¹−1, `retry-after` to
-    /// 0...``maximumRetryAfter``; a number that is not one is ignored.
+    /// with reason `garbled`. `expires` and `retry-after` are clamped as every wire number is
+    /// (``SIPWireNumber``); a number that is not one is ignored.
     static func parse(_ value: String) -> (SubscriptionStatus.State, expires: Int?, retryAfter: Int?) {
         let word = value.prefix { $0 != ";" }.trimmingCharacters()
         let params = SIPParameters.parse(afterFirstSemicolon: value)
-        let expires = params["expires"].flatMap { clampedSeconds($0, maximum: Int(Int32.max)) }
-        let retryAfter = params["retry-after"].flatMap { clampedSeconds($0, maximum: maximumRetryAfter) }
+        let expires = params.seconds("expires")
+        let retryAfter = params.seconds("retry-after")
         switch word {
         case "active": return (.active, expires, retryAfter)
         case "pending": return (.pending, expires, retryAfter)
@@ -82,14 +79,6 @@ extension SubscriptionStatus.State {
             return (.terminated(reason: reason, resubscribe: !stop.contains(reason)), expires, retryAfter)
         default: return (.terminated(reason: "garbled", resubscribe: true), expires, retryAfter)
         }
-    }
-
-    /// Decimal digits clamped to `0...maximum`; nil when `raw` is not a decimal number.
-    static func clampedSeconds(_ raw: String, maximum: Int) -> Int? {
-        let digits = raw.trimmingSIPWhitespace()
-        guard !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit) else { return nil }
-        // More digits than any Int can hold are past the maximum anyway.
-        return digits.count > 12 ? maximum : min(Int(digits) ?? maximum, maximum)
     }
 
     /// What RFC 6665 §4.1.3 asks of the subscriber after this terminated state: nil for
