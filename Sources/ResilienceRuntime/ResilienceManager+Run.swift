@@ -201,7 +201,8 @@ extension ResilienceManager {
             rules.observe(trigger, services: list, path: path)
             return customDecide(trigger, list, now)
         }
-        return rules.decide(trigger, services: list, path: path, at: now)
+        return Self.subscriptionsAfterTheirRegistration(
+            rules.decide(trigger, services: list, path: path, at: now), services: services)
     }
 
     /// Decides `.shutdown` and gives its actions `shutdownTimeout` on the manager's clock.
@@ -232,6 +233,29 @@ extension ResilienceManager {
             logger.info("teardown finished", metadata: ["actions": "\(actions.count)"])
         } else {
             logger.warning("teardown deadline passed; cancelling", metadata: ["actions": "\(actions.count)"])
+        }
+    }
+}
+
+extension ResilienceManager {
+    /// Names the account's registration in `after` of every subscribe and refresh-subscription,
+    /// also when the batch does not bring the registration up (a subscription its notifier
+    /// ended, a lost flow reported for subscriptions alone). The executor then holds the
+    /// subscription while an older decision's register of that account still runs or waits for
+    /// its retry (and not otherwise), so a registrar never sees an account's SUBSCRIBE before
+    /// the REGISTER that binds it.
+    static func subscriptionsAfterTheirRegistration(
+        _ actions: [PlannedAction], services: [ServiceID: ClientService]
+    ) -> [PlannedAction] {
+        actions.map { action in
+            guard action.kind == .subscribe || action.kind == .refreshSubscription,
+                let account = services[action.service]?.account
+            else { return action }
+            var ordered = action
+            for service in services.values where service.kind == .registration && service.account == account {
+                ordered.after.insert(service.id)
+            }
+            return ordered
         }
     }
 }

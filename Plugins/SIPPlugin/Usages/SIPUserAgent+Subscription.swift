@@ -6,7 +6,9 @@ extension SIPUserAgent {
         subscriptions[service]?.status ?? SubscriptionStatus()
     }
 
-    /// Creates or refreshes a subscription (RFC 6665). A refresh answered with 481 recreates the
+    /// Creates or refreshes a subscription (RFC 6665). On a flow no REGISTER has gone through yet
+    /// while the account may be bound, it throws a retryable error instead of sending (the
+    /// registrar sees the REGISTER first). A refresh answered with 481 recreates the
     /// dialog once; so does the first SUBSCRIBE after the subscription's flow was lost (the
     /// notifier may have lost it too). After a terminating NOTIFY (RFC 6665 §4.1.3) it opens a
     /// new dialog, first waiting once as the NOTIFY asked (see ``SubscriptionState/ResubscribeWait``);
@@ -35,6 +37,11 @@ extension SIPUserAgent {
             openSubscription(target, service: service, resource: resource)
         }
         let flow = try await flow(for: path)
+        // A flow opened since the last REGISTER (the old one was lost) carries no binding yet: the
+        // registrar must see the REGISTER first, whichever decision asked for this SUBSCRIBE.
+        if registration.granted != nil || registration.outcomeUnknown, registration.registeredFlow !== flow {
+            throw PluginError("SUBSCRIBE \(target.package.sipEvent) waits for the REGISTER on the new flow")
+        }
         for _ in 0..<3 {
             guard let expires = subscriptions[service]?.expires else { throw CancellationError() }
             let response = try await sendSubscribe(service: service, expires: expires, over: flow)
