@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ResilienceCore
+import Synchronization
 import Testing
 
 @testable import SIPPlugin
@@ -27,7 +28,11 @@ struct SIPSubscriptionPeerTests {
     }
 
     /// A NOTIFY inside the dialog that `subscribe` opened.
-    /// `cseq` nil draws a random one (a dialog that gets one NOTIFY).
+    /// CSeqs for NOTIFYs that do not name one: increasing across the process, as a notifier's
+    /// in one dialog are (RFC 3261 §12.2.2 refuses a lower one).
+    static let nextCSeq = Atomic<UInt32>(1)
+
+    /// `cseq` nil takes the next of ``nextCSeq``.
     static func notify(for subscribe: SIPMessage, tag: String, state: String, port: Int, cseq: UInt32? = nil)
         -> [UInt8]
     {
@@ -37,7 +42,7 @@ struct SIPSubscriptionPeerTests {
         headers.add("From", "<sip:peer@127.0.0.1>;tag=\(tag)")
         headers.add("To", "<sip:peer@127.0.0.1>;tag=\(fromTag)")
         headers.add("Call-ID", subscribe.headers["Call-ID"] ?? "")
-        headers.add("CSeq", "\(cseq ?? UInt32(UInt16.random(in: 1...999))) NOTIFY")
+        headers.add("CSeq", "\(cseq ?? nextCSeq.add(1, ordering: .relaxed).oldValue) NOTIFY")
         headers.add("Contact", "<sip:notifier@127.0.0.1:\(port)>")
         headers.add("Event", "reg")
         headers.add("Subscription-State", state)
