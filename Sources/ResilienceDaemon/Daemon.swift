@@ -19,6 +19,8 @@ public import UnixSignals
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - An account without a configured `outbound.instance-id` gets the persistent one of the
+///   ``InstanceStore`` in `state-directory`, so a restart replaces its binding at the registrar.
 /// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
 ///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
@@ -47,6 +49,15 @@ public final class Daemon: Sendable {
         if let holdDown = config.holdDown { policy.holdDown = holdDown }
         let accounts = config.accounts.map { entry in
             var account = entry.account
+            if account.instanceID == nil, let directory = config.stateDirectory {
+                do {
+                    account.instanceID = try InstanceStore.instance(of: account.name, in: directory)
+                } catch {
+                    logger.warning(
+                        "no persistent +sip.instance; a restart may leave the old binding",
+                        metadata: ["account": "\(account.name)", "error": "\(error)"])
+                }
+            }
             if let push = entry.push, let token = PushTokenStore.read(push.tokenFile) {
                 account.push = PushParameters(provider: push.provider, prid: token, param: push.param)
             }

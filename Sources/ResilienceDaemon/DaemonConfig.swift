@@ -26,11 +26,15 @@ public struct DaemonConfig: Hashable, Sendable {
     public var accounts: [DaemonAccount]
     /// Hook scripts run on every path transition; nil runs none.
     public var hooks: HooksConfig?
+    /// Where each account's `+sip.instance` is kept across restarts (``InstanceStore``); nil
+    /// keeps none (a config file defaults to ``defaultStateDirectory``).
+    public var stateDirectory: String?
 
     public init(
         logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
-        policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil
+        policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil,
+        stateDirectory: String? = nil
     ) {
         self.logFormat = logFormat
         self.controlSocket = controlSocket
@@ -40,9 +44,11 @@ public struct DaemonConfig: Hashable, Sendable {
         self.policyPath = policyPath
         self.accounts = accounts
         self.hooks = hooks
+        self.stateDirectory = stateDirectory
     }
 
     public static let defaultControlSocket = "/run/netres/control.sock"
+    public static let defaultStateDirectory = "/var/lib/netres"
 }
 
 /// One account of the config: the SIP account plus where its push token lives.

@@ -28,7 +28,7 @@ public enum DaemonConfigFile {
                 hint: "start from examples/netres.yaml")
         }
         let entries = try reader.mapping(root, keys: topKeys, what: "the config")
-        var config = DaemonConfig()
+        var config = DaemonConfig(stateDirectory: DaemonConfig.defaultStateDirectory)
         let resolve = { (path: String) in path.hasPrefix("/") ? path : directory + "/" + path }
         for entry in entries {
             let value = entry.value
@@ -51,6 +51,8 @@ public enum DaemonConfigFile {
                 ) { AppState(rawValue: $0) }
             case "policy": config.policyPath = resolve(try reader.scalar(value, expected: "a policy file path"))
             case "hooks": config.hooks = try hooks(value, reader: reader, resolve: resolve)
+            case "state-directory":
+                config.stateDirectory = resolve(try reader.scalar(value, expected: "a directory path"))
             default:  // accounts
                 guard case .sequence(let items) = value else {
                     throw reader.fail(
@@ -73,7 +75,8 @@ public enum DaemonConfigFile {
     }
 
     static let topKeys = [
-        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "accounts",
+        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "state-directory",
+        "accounts",
     ]
 
     /// Reads `hooks: { directory, timeout }`; the directory must exist.

@@ -155,4 +155,29 @@ struct SIPRegistrarFaultTests {
         try await registersAgainAfterARegistrarRestart(
             "udpsubs", transport: "udp", account: ["flow-ping: 1s"], subscribed: Self.packages)
     }
+
+    /// `netres run` killed with SIGKILL (no unregister) and started again with the same config
+    /// (a new UDP port, so a new Contact): the first REGISTER carries the account's persistent
+    /// `+sip.instance` from the state directory, and the registrar replaces the old binding.
+    @Test func afterSIGKILLAndARestartTheRegistrarHoldsOneBindingOfTheAccount() async throws {
+        let user = "crashed"
+        let lab = try await RegistrarLab.running()
+        defer { lab.stop() }
+        let config = try lab.writeDaemonConfig(user: user)
+        let first = try lab.startClient(user: user, config: config)
+        try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
+        let before = try #require(lab.lines("REGISTERED", user: user).first?.contact)
+        kill(first, SIGKILL)
+        var status: Int32 = 0
+        #expect(await waitUntil(seconds: 5) { waitpid(first, &status, WNOHANG) == first })
+        let restartAt = realtime()
+        try lab.startClient(user: user, config: config)
+        try #require(
+            await waitUntil(seconds: 10) { lab.lines("REGISTERED", user: user).contains { $0.at > restartAt } })
+        let after = try #require(lab.lines("REGISTERED", user: user).last?.contact)
+        #expect(after != before, "the restart bound the same Contact \(after): nothing to replace")
+        #expect(after.contains("+sip.instance"), "no instance in \(after)")
+        let bound = try await lab.boundContacts().filter { $0.contains("\(user)@198.18.0.2") }
+        #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
+    }
 }

@@ -160,7 +160,9 @@ extension SIPUserAgent {
         request.headers.add("CSeq", "0 REGISTER")
         for contact in contacts { request.headers.add("Contact", contact) }
         if let expires { request.headers.add("Expires", "\(expires)") }
-        request.headers.add("Supported", account.instanceID == nil ? "path" : "path, outbound")
+        // RFC 5626 outbound needs a reg-id; an instance alone (kept across restarts) only
+        // identifies the device, so the registrar replaces its binding.
+        request.headers.add("Supported", account.regID == nil ? "path" : "path, outbound")
         request.headers.add("User-Agent", "NetResilience")
         return try await exchange(request, uri: uri, over: flow) {
             registration.cseq += 1
