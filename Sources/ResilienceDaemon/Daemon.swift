@@ -169,11 +169,13 @@ struct EventFollower: Service {
         switch (service.kind, event.action.kind) {
         case (.registration, .register), (.registration, .refreshRegistration):
             let status = await agent.registrationStatus
-            updated.expires = status.expires.map { event.at + .seconds($0) }
+            updated.expires = status.expires.map { event.at.adding(clamped: .clampedSeconds($0)) }
             // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
             updated.keepAliveInterval = status.keepAliveInterval
         case (.subscription, .subscribe), (.subscription, .refreshSubscription):
-            updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
+            updated.expires = await agent.subscriptionStatus(id).expires.map {
+                event.at.adding(clamped: .clampedSeconds($0))
+            }
         case (.registration, .unregister):
             updated.expires = nil
             updated.keepAliveInterval = nil
