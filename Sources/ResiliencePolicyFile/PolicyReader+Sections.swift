@@ -12,6 +12,16 @@ extension PolicyReader {
     static let ruleKeys = ["name", "on", "when", "for", "if", "do"]
     static let serviceKeys = ["id", "kind", "account"]
 
+    /// Floors and ceilings that keep every repetition sane: no retry storm (`initial` of at least
+    /// 100 ms, the runtime's own floor), no wake-up storm (a keep-alive interval of at least 1 s),
+    /// no refresh storm (a margin of at most 30 min: a larger one is at or beyond any sane lifetime
+    /// and would refresh continuously), and no wait so long it is a silent outage.
+    static let holdDownRange = Duration.zero ... .seconds(3_600)
+    static let keepAliveMinimumRange = Duration.seconds(1) ... .seconds(86_400)
+    static let refreshMarginRange = Duration.seconds(1) ... .seconds(1_800)
+    static let backoffInitialRange = Duration.milliseconds(100) ... .seconds(3_600)
+    static let backoffMaximumRange = Duration.milliseconds(100) ... .seconds(86_400)
+
     /// The whole file: settings, level table, rules and explain services.
     func document(_ root: Node) throws(PolicyFileError) -> PolicyDocument {
         var policy = Policy.default
@@ -25,10 +35,13 @@ extension PolicyReader {
                 guard try scalar(node, expected: "1") == "1" else {
                     throw fail(.invalidValue, at: node, "unsupported version", expected: "1")
                 }
-            case "loss-hold-down": policy.lossHoldDown = try duration(node, what: "loss-hold-down")
+            case "loss-hold-down":
+                policy.lossHoldDown = try duration(node, what: "loss-hold-down", in: Self.holdDownRange)
             case "keep-alive-minimum-interval":
-                policy.keepAliveMinimumInterval = try duration(node, what: "keep-alive-minimum-interval")
-            case "refresh-margin": policy.refreshMargin = try duration(node, what: "refresh-margin")
+                policy.keepAliveMinimumInterval = try duration(
+                    node, what: "keep-alive-minimum-interval", in: Self.keepAliveMinimumRange)
+            case "refresh-margin":
+                policy.refreshMargin = try duration(node, what: "refresh-margin", in: Self.refreshMarginRange)
             case "backoff": policy.backoff = try backoff(node)
             case "levels": policy.levels = try levels(node)
             case "rules": fileRules = try rules(node, what: entry.key)
@@ -53,11 +66,12 @@ extension PolicyReader {
         var maxNode: Node?
         for entry in try mapping(node, keys: Self.backoffKeys, what: "backoff") {
             switch entry.key {
-            case "initial": backoff.initial = try duration(entry.value, what: "backoff.initial")
+            case "initial":
+                backoff.initial = try duration(entry.value, what: "backoff.initial", in: Self.backoffInitialRange)
             case "multiplier": backoff.multiplier = try number(entry.value, in: 1...100, what: "backoff.multiplier")
             case "jitter": backoff.jitter = try number(entry.value, in: 0...1, what: "backoff.jitter")
             default:
-                backoff.maximum = try duration(entry.value, what: "backoff.max")
+                backoff.maximum = try duration(entry.value, what: "backoff.max", in: Self.backoffMaximumRange)
                 maxNode = entry.value
             }
         }
