@@ -4,7 +4,7 @@ public import ResilienceRuntime
 /// Renders one ``ResilienceEvent`` as one log line of `netres run`.
 ///
 /// Transitions render exactly as `netres watch` prints them (``WatchRecord``). Every other line
-/// has the stable JSON keys ts, mono_ns, kind (app|decision|flap|action), event, epoch, service,
+/// has the stable JSON keys ts, mono_ns, kind (app|decision|flap|damping|action), event, epoch, service,
 /// action, attempt, outcome, error, actions — null or empty when they do not apply.
 /// Invariant: nothing here can carry a password; lines hold names, states and plugin errors.
 public struct DaemonLogLine: Sendable {
@@ -33,6 +33,11 @@ public struct DaemonLogLine: Sendable {
         case .flapCoalesced(_, let restored):
             fields = Fields(at: restored.at)
             (fields.kind, fields.event) = ("flap", "flap-coalesced")
+        case .damping(let damping):
+            fields = Fields(at: damping.at)
+            (fields.kind, fields.event) = ("damping", damping.trigger.name)
+            let until = damping.until.map { " for \(DurationText.format($0 - damping.at))" } ?? ""
+            fields.outcome = (damping.released ? "released" : "held\(until)") + " (penalty \(Int(damping.penalty)))"
         case .action(let action):
             fields = Fields(at: action.at)
             (fields.kind, fields.event, fields.epoch) = ("action", action.action.trigger.name, action.epoch.rawValue)

@@ -4,9 +4,10 @@ import Yams
 
 extension PolicyReader {
     static let topKeys = [
-        "version", "loss-hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "levels", "rules",
-        "extra-rules", "services",
+        "version", "loss-hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "flap-damping",
+        "levels", "rules", "extra-rules", "services",
     ]
+    static let dampingKeys = ["penalty", "suppress", "reuse", "half-life", "max-suppression"]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
     static let levelKeys = ["service", "foreground", "background", "suspended", "allowed-on", "note"]
     static let ruleKeys = ["name", "on", "when", "for", "if", "do"]
@@ -21,6 +22,7 @@ extension PolicyReader {
     static let refreshMarginRange = Duration.seconds(1) ... .seconds(1_800)
     static let backoffInitialRange = Duration.milliseconds(100) ... .seconds(3_600)
     static let backoffMaximumRange = Duration.milliseconds(100) ... .seconds(86_400)
+    static let dampingTimeRange = Duration.seconds(1) ... .seconds(3_600)
 
     /// The whole file: settings, level table, rules and explain services.
     func document(_ root: Node) throws(PolicyFileError) -> PolicyDocument {
@@ -43,6 +45,7 @@ extension PolicyReader {
             case "refresh-margin":
                 policy.refreshMargin = try duration(node, what: "refresh-margin", in: Self.refreshMarginRange)
             case "backoff": policy.backoff = try backoff(node)
+            case "flap-damping": policy.flapDamping = try flapDamping(node)
             case "levels": policy.levels = try levels(node)
             case "rules": fileRules = try rules(node, what: entry.key)
             case "extra-rules": extraRules = try rules(node, what: entry.key)
@@ -81,6 +84,34 @@ extension PolicyReader {
                 expected: "max at least initial")
         }
         return backoff
+    }
+
+    /// `flap-damping: { penalty, suppress, reuse, half-life, max-suppression }`; reuse below suppress.
+    func flapDamping(_ node: Node) throws(PolicyFileError) -> FlapDampingPolicy {
+        var damping = FlapDampingPolicy()
+        var reuseNode: Node?
+        for entry in try mapping(node, keys: Self.dampingKeys, what: "flap-damping") {
+            let value = entry.value
+            switch entry.key {
+            case "penalty": damping.penalty = try number(value, in: 0...1_000_000, what: "flap-damping.penalty")
+            case "suppress":
+                damping.suppressThreshold = try number(value, in: 1...1_000_000, what: "flap-damping.suppress")
+            case "reuse":
+                damping.reuseThreshold = try number(value, in: 1...1_000_000, what: "flap-damping.reuse")
+                reuseNode = value
+            case "half-life":
+                damping.halfLife = try duration(value, what: "flap-damping.half-life", in: Self.dampingTimeRange)
+            default:
+                damping.maximumSuppression = try duration(
+                    value, what: "flap-damping.max-suppression", in: Self.dampingTimeRange)
+            }
+        }
+        guard damping.reuseThreshold < damping.suppressThreshold else {
+            throw fail(
+                .contradiction, at: reuseNode ?? node, "flap-damping.reuse is not below flap-damping.suppress",
+                expected: "reuse below suppress (suppression must be able to end)")
+        }
+        return damping
     }
 
     func levels(_ node: Node) throws(PolicyFileError) -> [ServiceLevelRow] {

@@ -30,6 +30,7 @@ extension ResilienceManager {
         await executor.cancelAll()
         await scheduler.stop()
         flowLossTimer.disarm()
+        dampingTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
         _ = await pluginTask?.result
         broadcast.finish()
@@ -47,6 +48,7 @@ extension ResilienceManager {
                 // executor hands plugins this path (their local addresses) until the next transition.
                 if !transition.path.isSatisfied {
                     rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
+                    decidedNetworkUp = false
                 }
                 await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
                 if !hasStarted {
@@ -143,7 +145,9 @@ extension ResilienceManager {
 
     private func process(_ item: QueuedTrigger) async {
         let now = clock.now
+        guard admit(item, at: now) else { return }
         if case .network(.lost) = item.trigger { epoch = epoch.next }
+        noteDecided(item.trigger)
         let actions = decide(item.trigger, at: now)
         broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(

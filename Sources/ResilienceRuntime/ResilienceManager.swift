@@ -27,6 +27,13 @@ public import ServiceLifecycle
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
 /// - State-changing calls (`register`, `update`, `handle`) take effect at once for ``status()``;
 ///   their triggers are decided once ``run()`` runs.
+/// - Flap damping (``FlapDamping``, configured by ``Policy/flapDamping``): every loss of the path
+///   and every app-state change counts as a flap. While suppressed, a return of the path and
+///   app-state changes are held, not decided (nothing is sent meanwhile: rules and executor still
+///   see the path lost); when the penalty has decayed, the latest held return, and the events
+///   leading from the decided app state to the current one, are decided once. A loss while a
+///   return is held drops it. ``ResilienceEvent/damping(_:)``, ``status()`` and the counter
+///   `netres.damped` (dimension `source`) show it.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
@@ -69,6 +76,8 @@ public actor ResilienceManager: Service {
     struct QueuedTrigger {
         var trigger: Trigger
         var transition: PathTransition?
+        /// Released by flap damping: decided without counting as a flap again.
+        var isRelease = false
     }
 
     let source: any NetworkEventSource
@@ -94,6 +103,18 @@ public actor ResilienceManager: Service {
     var hasStarted = false
     var flowLosses: FlowLossThrottle
     var flowLossTimer = DeadlineTimer()
+    var networkDamping: FlapDamping
+    var appDamping: FlapDamping
+    /// The latest return of the path that damping holds; nil when none is held.
+    var heldNetwork: QueuedTrigger?
+    /// True while damping holds app-state changes (the decided state lags ``appState``).
+    var holdsAppChanges = false
+    /// The app state and the network availability as last decided (damping may hold newer ones).
+    var decidedAppState: AppState
+    var decidedNetworkUp = true
+    var dampingTimer = DeadlineTimer()
+    /// `netres.damped` per source: triggers damping held.
+    let dampedCounters: [DampingEvent.Source: Counter]
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
@@ -143,6 +164,14 @@ public actor ResilienceManager: Service {
             backoff: policy.backoff, randomSeed: configuration.randomSeed ?? seeder.next())
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.sleepDetector = SleepDetector(asleep: configuration.timeAsleep())
+        self.networkDamping = FlapDamping(policy: policy.flapDamping)
+        self.appDamping = FlapDamping(policy: policy.flapDamping)
+        self.decidedAppState = appState
+        let factory = configuration.metricsFactory ?? MetricsSystem.factory
+        self.dampedCounters = [
+            .network: Counter(label: "netres.damped", dimensions: [("source", "network")], factory: factory),
+            .app: Counter(label: "netres.damped", dimensions: [("source", "app")], factory: factory),
+        ]
     }
 
     /// Everything from now on; any number of subscribers. Streams finish when ``run()`` returns.
@@ -210,12 +239,12 @@ public actor ResilienceManager: Service {
         ResilienceStatus(
             path: path, appState: appState, isInterrupted: isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
-            nextKeepAlive: await scheduler.nextWakeUp, queuedTriggers: queue.count)
+            nextKeepAlive: await scheduler.nextWakeUp, queuedTriggers: queue.count, damping: dampingStatus())
     }
 
-    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {
+    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil, isRelease: Bool = false) {
         guard !isShuttingDown else { return }
-        queue.append(QueuedTrigger(trigger: trigger, transition: transition))
+        queue.append(QueuedTrigger(trigger: trigger, transition: transition, isRelease: isRelease))
         wake.continuation.yield()
     }
 }

@@ -126,6 +126,15 @@ struct PolicyFileErrorTests {
         Case(
             name: "keep-alive minimum interval of zero", yaml: "keep-alive-minimum-interval: 0s\n", code: .invalidValue,
             line: 1, column: 30),
+        Case(
+            name: "damping reuse above suppress", yaml: "flap-damping: {suppress: 500, reuse: 750}\n",
+            code: .contradiction, line: 1, column: 38),
+        Case(
+            name: "damping half-life of zero", yaml: "flap-damping: {half-life: 0}\n", code: .invalidValue, line: 1,
+            column: 27),
+        Case(
+            name: "unknown damping key", yaml: "flap-damping: {half-live: 5s}\n", code: .unknownKey, line: 1,
+            column: 16, hint: "half-life"),
         Case(name: "hold-down of a day", yaml: "loss-hold-down: 24h\n", code: .invalidValue, line: 1, column: 17),
     ]
 

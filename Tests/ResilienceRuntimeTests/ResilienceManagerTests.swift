@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
@@ -40,11 +41,11 @@ struct ResilienceManagerTests {
     init() { source = ScriptedNetworkSource(clock: clock) }
 
     func start(
-        _ services: [ClientService]
+        _ services: [ClientService], damping: FlapDampingPolicy = FlapDampingPolicy()
     ) async -> (ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
         let manager = ResilienceManager(
-            source: source, plugins: [sip, http], clock: clock, configuration: .init(randomSeed: 7), logger: quiet,
-            decide: testDecide)
+            source: source, policy: Policy(flapDamping: damping), plugins: [sip, http], clock: clock,
+            configuration: .init(randomSeed: 7), logger: quiet, decide: testDecide)
         for service in services { await manager.register(service) }
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -98,7 +99,8 @@ struct ResilienceManagerTests {
     func aFlapStormCoalescesAndEveryServiceEndsRegisteredOnce(paced: Bool) async throws {
         let services = (0..<5).map { ClientService(id: ServiceID("r\($0)"), kind: .registration) }
         for service in services { sip.program([.gate], for: service.id) }
-        let (_, events, group, run) = await start(services)
+        // Damping off: this is about coalescing and epochs (DampingTests bound the storm's cost).
+        let (_, events, group, run) = await start(services, damping: .off)
         for round in 1...50 {
             await source.lose(.noCarrier)
             if paced { await events.wait { $0.filter(\.isNetworkDecision).count == 2 * round - 1 } }
