@@ -25,6 +25,14 @@ public import UnixSignals
 public final class Daemon: Sendable {
     public typealias Output = @Sendable (String) async -> Void
 
+    /// The longest a graceful stop takes, from SIGTERM to the return of ``stop()``, whatever the
+    /// registrar does (a running hook may add its own timeout, see ``stop()``). It is spent as:
+    /// teardown (unsubscribe, unregister) ``teardownTimeout``, the plugins' stop (closing flows)
+    /// ``pluginStopTimeout``, and the rest (control socket, event log, netlink) in what remains.
+    public static let shutdownBound: Duration = .seconds(5)
+    public static let teardownTimeout: Duration = .seconds(4)
+    public static let pluginStopTimeout: Duration = .milliseconds(500)
+
     public let config: DaemonConfig
     public let plugin: SIPPlugin
     public let manager: ResilienceManager
@@ -40,7 +48,8 @@ public final class Daemon: Sendable {
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
-        config: DaemonConfig, source: (any NetworkEventSource)? = nil, shutdownTimeout: Duration = .seconds(5),
+        config: DaemonConfig, source: (any NetworkEventSource)? = nil,
+        shutdownTimeout: Duration = Daemon.teardownTimeout,
         output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
@@ -69,7 +78,8 @@ public final class Daemon: Sendable {
         self.plugin = SIPPlugin(accounts: accounts, logger: logger)
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
-            configuration: .init(shutdownTimeout: shutdownTimeout), logger: logger)
+            configuration: .init(shutdownTimeout: shutdownTimeout, pluginShutdownTimeout: Self.pluginStopTimeout),
+            logger: logger)
         self.events = manager.events()
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }

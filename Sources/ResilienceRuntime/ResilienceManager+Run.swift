@@ -32,9 +32,23 @@ extension ResilienceManager {
         flowLossTimer.disarm()
         dampingTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
-        _ = await pluginTask?.result
+        if let pluginTask { await waitForPlugins(pluginTask) }
         broadcast.finish()
         logger.info("resilience manager stopped")
+    }
+
+    /// Waits for the plugins to stop, at most `pluginShutdownTimeout` on the manager's clock;
+    /// past it they are cancelled and left behind (their flows close with the process).
+    private func waitForPlugins(_ task: Task<Void, any Error>) async {
+        let stopped = await clock.finishes(until: clock.now.adding(clamped: configuration.pluginShutdownTimeout)) {
+            _ = await task.result
+        }
+        if !stopped {
+            task.cancel()
+            logger.warning(
+                "plugins did not stop in time; cancelled",
+                metadata: ["timeout": "\(configuration.pluginShutdownTimeout)"])
+        }
     }
 
     private func followTransitions() async {
@@ -176,22 +190,10 @@ extension ResilienceManager {
         let actions = decide(.shutdown, at: start)
         broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions, at: start))
         await executor.submit(actions, epoch: epoch)
-        let deadline = start + configuration.shutdownTimeout
         let executor = self.executor
-        let clock = self.clock
-        let finished = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await executor.waitUntilIdle()
-                return !Task.isCancelled
-            }
-            group.addTask {
-                try? await clock.sleep(until: deadline, tolerance: nil)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let finished = await clock.finishes(
+            until: start.adding(clamped: configuration.shutdownTimeout)
+        ) { await executor.waitUntilIdle() }
         if finished {
             logger.info("teardown finished", metadata: ["actions": "\(actions.count)"])
         } else {

@@ -36,7 +36,9 @@ public import ServiceLifecycle
 ///   `netres.damped` (dimension `source`) show it.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
-///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
+///   then shuts the plugins down in reverse order and waits at most
+///   `Configuration.pluginShutdownTimeout` for them. A hanging plugin cannot delay it further:
+///   `run()` returns within the sum of the two.
 public actor ResilienceManager: Service {
     /// Knobs beyond the policy.
     public struct Configuration: Sendable {
@@ -44,6 +46,9 @@ public actor ResilienceManager: Service {
         public var actionTimeout: Duration
         /// How long teardown may take on graceful shutdown.
         public var shutdownTimeout: Duration
+        /// How long the plugins may take to stop after teardown (closing flows); past it the
+        /// manager cancels them and returns anyway.
+        public var pluginShutdownTimeout: Duration
         /// In the foreground, keep-alives due this close together share a wake-up.
         public var keepAliveCoalescingWindow: Duration
         /// Seed for backoff, flow-loss and keep-alive jitter (reproducible tests); nil for the
@@ -59,10 +64,12 @@ public actor ResilienceManager: Service {
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
             keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
             metricsFactory: (any MetricsFactory)? = nil,
-            timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep
+            timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep,
+            pluginShutdownTimeout: Duration = .milliseconds(500)
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
+            self.pluginShutdownTimeout = pluginShutdownTimeout
             self.keepAliveCoalescingWindow = keepAliveCoalescingWindow
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
