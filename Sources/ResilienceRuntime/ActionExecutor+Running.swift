@@ -66,8 +66,9 @@ extension ActionExecutor {
         tryStart(id)
     }
 
-    private func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
-        plugins.first { $0.supportedActions.contains(action.kind) && $0.handles(action.service) }
+    /// The plugin that performs `action`: the first that answers ``ResiliencePlugin/performs(_:for:)``.
+    func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
+        plugins.first { $0.performs(action.kind, for: action.service) }
     }
 
     private func start(_ queued: Queued, at now: ContinuousClock.Instant) -> Running? {
@@ -80,6 +81,7 @@ extension ActionExecutor {
         let token = nextToken
         let deadline = now + configuration.actionTimeout
         var actionLogger = logger
+        actionLogger[metadataKey: "plugin.id"] = "\(plugin.id)"
         actionLogger[metadataKey: "action.kind"] = "\(action.kind)"
         actionLogger[metadataKey: "service.id"] = "\(action.service)"
         actionLogger[metadataKey: "trigger"] = "\(action.trigger.name)"
@@ -231,7 +233,9 @@ extension ActionExecutor {
         let event = ActionEvent(
             action: queued.action, epoch: queued.epoch, attempt: queued.attempt, outcome: outcome,
             at: instant ?? clock.now)
-        if outcome != .started { metrics.count(kind: queued.action.kind, outcome: outcome) }
+        if outcome != .started {
+            metrics.count(plugin: route(queued.action)?.id ?? "none", kind: queued.action.kind, outcome: outcome)
+        }
         switch outcome {
         case .started, .succeeded, .superseded:
             if logger.logLevel <= .debug { log(event, level: .debug) }

@@ -20,7 +20,9 @@ extension ResilienceManager {
             report(.network, held.trigger, released: false, at: now)
             return false
         case .network:
-            guard heldNetwork != nil || !decidedNetworkUp, networkDamping.isSuppressed(at: now) else { return true }
+            guard heldNetwork != nil || !rules.networkAvailable, networkDamping.isSuppressed(at: now) else {
+                return true
+            }
             heldNetwork = item
             dampedCounters[.network]?.increment()
             report(.network, item.trigger, released: false, at: now)
@@ -28,12 +30,13 @@ extension ResilienceManager {
             return false
         case .app(let event) where Self.dampedAppEvents.contains(event):
             guard appDamping.recordFlap(at: now) else {
-                guard holdsAppChanges else { return true }
-                // Suppression is over but its release has not fired yet: release now, in order.
+                guard !heldAppEvents.isEmpty else { return true }
+                // Suppression is over but its release has not fired yet: release now, this one included.
+                heldAppEvents.append(event)
                 releaseAppChanges(at: now)
                 return false
             }
-            holdsAppChanges = true
+            heldAppEvents.append(event)
             dampedCounters[.app]?.increment()
             report(.app, item.trigger, released: false, at: now)
             rearmDampingTimer()
@@ -43,28 +46,19 @@ extension ResilienceManager {
         }
     }
 
-    /// Records what a decided trigger did to the decided network and app state.
-    func noteDecided(_ trigger: Trigger) {
-        switch trigger {
-        case .network(.lost): decidedNetworkUp = false
-        case .network: decidedNetworkUp = true
-        case .app(let event): decidedAppState = event.nextState(from: decidedAppState)
-        default: break
-        }
-    }
-
     func dampingStatus() -> DampingStatus {
         let now = clock.now
         return DampingStatus(
             networkPenalty: networkDamping.penalty(at: now), appPenalty: appDamping.penalty(at: now),
             networkHeldUntil: heldNetwork == nil ? nil : networkDamping.reuseInstant,
-            appHeldUntil: holdsAppChanges ? appDamping.reuseInstant : nil, networkFlaps: networkDamping.flaps,
+            appHeldUntil: heldAppEvents.isEmpty ? nil : appDamping.reuseInstant, networkFlaps: networkDamping.flaps,
             appChanges: appDamping.flaps)
     }
 
     private func rearmDampingTimer() {
         let instants = [
-            heldNetwork == nil ? nil : networkDamping.reuseInstant, holdsAppChanges ? appDamping.reuseInstant : nil,
+            heldNetwork == nil ? nil : networkDamping.reuseInstant,
+            heldAppEvents.isEmpty ? nil : appDamping.reuseInstant,
         ]
         let next = isShuttingDown ? nil : instants.compactMap { $0 }.min()
         dampingTimer.arm(next, on: clock) { await self.dampingDue(scheduledAt: $0) }
@@ -77,21 +71,27 @@ extension ResilienceManager {
             heldNetwork = nil
             held.isRelease = true
             report(.network, held.trigger, released: true, at: now)
-            if path.isSatisfied { enqueue(held.trigger, transition: held.transition, isRelease: true) }
+            if held.transition?.path.isSatisfied ?? true { requeueFirst([held]) }
         }
-        if holdsAppChanges, !appDamping.isSuppressed(at: now) { releaseAppChanges(at: now) }
+        if !heldAppEvents.isEmpty, !appDamping.isSuppressed(at: now) { releaseAppChanges(at: now) }
         rearmDampingTimer()
     }
 
-    /// Queues the events that lead from the decided app state to the current one (none when the
-    /// app is back where it was): N held changes cost at most two decisions.
+    /// Queues the events that lead from the decided app state to the one the held events reach
+    /// (none when the app is back where it was): N held changes cost at most two decisions.
     private func releaseAppChanges(at now: ContinuousClock.Instant) {
-        holdsAppChanges = false
-        let events = Self.events(from: decidedAppState, to: appState)
-        for event in events {
-            report(.app, .app(event), released: true, at: now)
-            enqueue(.app(event), isRelease: true)
-        }
+        let target = heldAppEvents.reduce(rules.appState) { $1.nextState(from: $0) }
+        heldAppEvents = []
+        let events = Self.events(from: rules.appState, to: target)
+        for event in events { report(.app, .app(event), released: true, at: now) }
+        requeueFirst(events.map { QueuedTrigger(trigger: .app($0), isRelease: true) })
+    }
+
+    /// Puts released triggers in front of the queue: they happened before anything queued.
+    private func requeueFirst(_ items: [QueuedTrigger]) {
+        guard !isShuttingDown, !items.isEmpty else { return }
+        queue.insert(contentsOf: items, at: 0)
+        wake.continuation.yield()
     }
 
     /// The app events that move the rules from `from` to `to` (as ``setAppState(_:)`` reports them).

@@ -19,8 +19,8 @@ struct HostileValueTests {
         let source = ScriptedNetworkSource(clock: clock)
         plugin.program([.fail(PluginError("503", retryAfter: retryAfter)), .succeed], for: "reg")
         let manager = ResilienceManager(
-            source: source, plugins: [plugin], clock: clock, configuration: .init(randomSeed: 3), logger: quiet,
-            decide: testDecide)
+            source: source, policy: Policy(holdDown: .zero), plugins: [plugin], clock: clock,
+            configuration: .init(randomSeed: 3), logger: quiet, decide: testDecide)
         await manager.register(ClientService(id: "reg", kind: .registration))
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -83,7 +83,7 @@ struct HostileValueTests {
     @Test(arguments: [Duration.zero, .seconds(5), .seconds(20), .seconds(-1)])
     func aShortGrantedLifetimeGivesABoundedRefreshCount(lifetime: Duration) async {
         let refreshes = AsyncStream<[ServiceID]>.makeStream()
-        let scheduler = KeepAliveScheduler(
+        let scheduler = WakeUpScheduler(
             clock: clock, configuration: .init(randomSeed: 5),
             onDue: { refresh, _ in if !refresh.isEmpty { refreshes.continuation.yield(refresh) } })
         let end = clock.now + .seconds(15)
@@ -110,11 +110,11 @@ struct HostileValueTests {
 
     /// An expiry centuries away, or a keep-alive interval of zero, neither traps nor spins.
     @Test func hugeExpiriesAndZeroIntervalsAreClamped() async throws {
-        let scheduler = KeepAliveScheduler(clock: clock, configuration: .init(randomSeed: 5), onDue: { _, _ in })
+        let scheduler = WakeUpScheduler(clock: clock, configuration: .init(randomSeed: 5), onDue: { _, _ in })
         await scheduler.setExpiry(clock.now + .seconds(Int64.max), for: "reg")
         let refresh = try #require(await scheduler.nextWakeUp)
         #expect(refresh - clock.now <= TimeBounds.longest)
-        await scheduler.setKeepAliveInterval(.zero, for: "flow")
+        await scheduler.setFlowPingInterval(.zero, for: "flow")
         let ping = try #require(await scheduler.nextPing(of: "flow"))
         #expect(ping - clock.now >= .milliseconds(800), "a zero interval is raised to the 1 s floor")
     }

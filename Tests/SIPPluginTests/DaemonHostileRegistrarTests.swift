@@ -59,7 +59,7 @@ struct DaemonHostileRegistrarTests {
         control-socket: ctl.sock
         accounts:
           - { name: hostile, registrar: 127.0.0.1, port: \(port), user: hostile, domain: 127.0.0.1, password: pw,
-              keep-alive: off }
+              flow-ping: off }
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
         var logger = Logger(label: "daemon-hostile")
         logger.logLevel = .warning

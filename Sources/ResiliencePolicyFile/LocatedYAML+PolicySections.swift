@@ -2,10 +2,10 @@ import ResilienceCore
 import ResilienceRules
 import Yams
 
-extension PolicyReader {
+extension LocatedYAML {
     static let topKeys = [
-        "version", "loss-hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "flap-damping",
-        "levels", "rules", "extra-rules", "services",
+        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "flap-damping", "levels",
+        "rules", "extra-rules", "services",
     ]
     static let dampingKeys = ["penalty", "suppress", "reuse", "half-life", "max-suppression"]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
@@ -14,11 +14,11 @@ extension PolicyReader {
     static let serviceKeys = ["id", "kind", "account"]
 
     /// Floors and ceilings that keep every repetition sane: no retry storm (`initial` of at least
-    /// 100 ms, the runtime's own floor), no wake-up storm (a keep-alive interval of at least 1 s),
+    /// 100 ms, the runtime's own floor), no wake-up storm (a minimum wake-up interval of at least 1 s),
     /// no refresh storm (a margin of at most 30 min: a larger one is at or beyond any sane lifetime
     /// and would refresh continuously), and no wait so long it is a silent outage.
     static let holdDownRange = Duration.zero ... .seconds(3_600)
-    static let keepAliveMinimumRange = Duration.seconds(1) ... .seconds(86_400)
+    static let wakeUpMinimumRange = Duration.seconds(1) ... .seconds(86_400)
     static let refreshMarginRange = Duration.seconds(1) ... .seconds(1_800)
     static let backoffInitialRange = Duration.milliseconds(100) ... .seconds(3_600)
     static let backoffMaximumRange = Duration.milliseconds(100) ... .seconds(86_400)
@@ -37,11 +37,10 @@ extension PolicyReader {
                 guard try scalar(node, expected: "1") == "1" else {
                     throw fail(.invalidValue, at: node, "unsupported version", expected: "1")
                 }
-            case "loss-hold-down":
-                policy.lossHoldDown = try duration(node, what: "loss-hold-down", in: Self.holdDownRange)
-            case "keep-alive-minimum-interval":
-                policy.keepAliveMinimumInterval = try duration(
-                    node, what: "keep-alive-minimum-interval", in: Self.keepAliveMinimumRange)
+            case "hold-down": policy.holdDown = try duration(node, what: "hold-down", in: Self.holdDownRange)
+            case "wake-up-minimum-interval":
+                policy.wakeUpMinimumInterval = try duration(
+                    node, what: "wake-up-minimum-interval", in: Self.wakeUpMinimumRange)
             case "refresh-margin":
                 policy.refreshMargin = try duration(node, what: "refresh-margin", in: Self.refreshMarginRange)
             case "backoff": policy.backoff = try backoff(node)
