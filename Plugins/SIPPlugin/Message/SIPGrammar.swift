@@ -1,5 +1,5 @@
 /// RFC 3261 §25.1 grammars for values that end up inside SIP headers (a URI's user and host, a
-/// display name, a digest user name, a password), checked before they are ever sent.
+/// digest user name, a password), checked before they are ever sent.
 ///
 /// Each check returns nil for a valid value, or a short reason for an invalid one; the reason
 /// never quotes the value (it may be a password). Invariant: a value that passes contains no
@@ -57,18 +57,14 @@ public enum SIPGrammar {
         return nil
     }
 
-    /// A display name as a `quoted-string`'s content: printable text without `"` or `\`, no
-    /// control bytes (UTF-8 letters are fine).
-    public static func displayNameProblem(_ value: String) -> String? {
+    /// A digest `username`, the content of a `quoted-string`: not empty, printable text without
+    /// `"` or `\` and without control bytes (UTF-8 letters are fine).
+    public static func authUserProblem(_ value: String) -> String? {
+        guard !value.isEmpty else { return "is empty" }
         if let byte = value.utf8.first(where: { $0 < 0x20 || $0 == 0x7F || $0 == 34 || $0 == 92 }) {
-            return "has \(describe(byte)), which a quoted display name may not contain"
+            return "has \(describe(byte)), which a quoted string may not contain"
         }
         return nil
-    }
-
-    /// A digest `username` (a quoted string): as a display name, and not empty.
-    public static func authUserProblem(_ value: String) -> String? {
-        value.isEmpty ? "is empty" : displayNameProblem(value)
     }
 
     /// A password: any text without control bytes (CR, LF, NUL would corrupt the file or the hash
