@@ -92,6 +92,11 @@ struct DaemonConfigFileTests {
             "hooks zero timeout", "hooks: { directory: /tmp, timeout: 0 }\naccounts: []\n", .invalidValue, 1, 36,
             "must be positive"
         ),
+        ("metrics bad port", "metrics: { port: 99999 }\naccounts: []\n", .invalidValue, 1, 18, "is not a port"),
+        (
+            "metrics unknown key", "metrics: { prot: 9464 }\naccounts: []\n", .unknownKey, 1, 12,
+            "did you mean \"port\"?"
+        ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
         ("no account at all", "accounts: []\n", .invalidValue, 1, 11, "accounts is empty"),
         (
@@ -165,6 +170,14 @@ struct DaemonConfigFileTests {
                 try DaemonConfigFile.parse(text, file: "c.yaml", directory: "/tmp")
             }
         }
+    }
+
+    @Test func metricsAreOffByDefaultAndOnLoopbackWhenOn() throws {
+        let off = try DaemonConfigFile.parse(Self.sip(), file: "netres.yaml", directory: "/tmp")
+        #expect(off.metrics == nil)
+        let on = try DaemonConfigFile.parse(
+            "metrics: { port: 9100 }\n" + Self.sip(), file: "netres.yaml", directory: "/tmp")
+        #expect(on.metrics == MetricsConfig(address: "127.0.0.1", port: 9100))
     }
 
     @Test func flowPingDefaultsPerTransportAndCanBeTurnedOff() throws {

@@ -19,12 +19,9 @@ struct DaemonHookTests {
         try "#!/bin/sh\necho \"$NETRES_EVENT $NETRES_REASON\" >> \(records)\n".write(
             toFile: hook, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
-        // A config needs an account; this test is about hooks, so the daemon runs without it.
-        var config = try DaemonConfigFile.parse(
-            "control-socket: ctl.sock\nhooks: { directory: hooks.d, timeout: 5s }\n"
-                + "accounts: [{ name: a, registrar: 127.0.0.1, user: a, domain: example.test, password: x }]\n",
-            file: directory + "/netres.yaml", directory: directory)
-        config.accounts = []
+        let config = try configWithoutAccounts(
+            "control-socket: ctl.sock\nhooks: { directory: hooks.d, timeout: 5s }\n", file: directory + "/netres.yaml",
+            directory: directory)
 
         let network = ScriptedNetworkSource()
         var logger = Logger(label: "daemon-hook-test")

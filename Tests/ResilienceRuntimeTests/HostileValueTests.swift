@@ -22,22 +22,22 @@ struct HostileValueTests {
             source: source, policy: Policy(holdDown: .zero), plugins: [plugin], clock: clock,
             configuration: .init(randomSeed: 3), logger: quiet, decide: testDecide)
         await manager.register(ClientService(id: "reg", kind: .registration))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         let start = clock.now
         await source.lose(.noCarrier)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
         await source.restore()
         let retry = try #require(
-            await events.wait { $0.contains { $0.action?.isRetrying == true } }
+            try await events.wait { $0.contains { $0.action?.isRetrying == true } }
                 .compactMap(\.action).first(where: \.isRetrying))
         let retryAt = try #require(retry.retryAt)
         let cap = BackoffPolicy().maximum * 1.2
         #expect(retryAt > start && retryAt - start <= cap, "retry at \(retryAt - start), cap \(cap)")
         clock.advance(to: retryAt)
-        await events.wait { $0.contains { $0.action?.isSucceeded == true } }
+        try await events.wait { $0.contains { $0.action?.isSucceeded == true } }
         #expect(plugin.starts.map(\.attempt) == [1, 2])
         #expect(await manager.status().actions.isEmpty)
         await group.triggerGracefulShutdown()

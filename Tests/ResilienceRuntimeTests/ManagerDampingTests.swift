@@ -20,45 +20,47 @@ struct ManagerDampingTests {
         ClientService(id: "a.mwi", kind: .subscription(.messageSummary), account: "a"),
     ]
 
-    func start() async -> (ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
+    func start() async throws -> (
+        ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
+    ) {
         let manager = ResilienceManager(
             source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 9), logger: quiet,
             decide: testDecide)
         for service in Self.services { await manager.register(service) }
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         return (manager, events, group, run)
     }
 
     @Test func aSingleFlapActsAtOnce() async throws {
-        let (_, events, group, run) = await start()
+        let (_, events, group, run) = try await start()
         await source.lose(.adminDown)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.adminDown)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.adminDown)) } }
         await source.restore()
-        await events.wait { $0.filter { $0.action?.isSucceeded == true }.count == 2 }
-        #expect(!events.items.contains { $0.damping != nil })
+        try await events.wait { $0.filter { $0.action?.isSucceeded == true }.count == 2 }
+        #expect(!events.recorded.contains { $0.damping != nil })
         await group.triggerGracefulShutdown()
         try await run.value
     }
 
     @Test func twoHundredAdminFlapsCostAConstantNumberOfRegistrations() async throws {
-        let (manager, events, group, run) = await start()
+        let (manager, events, group, run) = try await start()
         for round in 1...200 {
             // Paced: each transition is processed (decided or held) before the next, so none
             // cancel out in the queue; only damping can save the requests.
             await source.lose(.adminDown)
-            await events.wait { $0.filter(\.isNetworkProcessed).count == 2 * round - 1 }
+            try await events.wait { $0.filter(\.isNetworkProcessed).count == 2 * round - 1 }
             await source.restore()
-            await events.wait { $0.filter(\.isNetworkProcessed).count == 2 * round }
+            try await events.wait { $0.filter(\.isNetworkProcessed).count == 2 * round }
         }
         let held = try #require(await manager.status().damping.networkHeldUntil)
         let beforeRelease = sip.starts.filter { $0.action.kind == .register }.count
         #expect(beforeRelease <= 2, "registers during the storm: \(beforeRelease)")
         clock.advance(to: held)
-        await events.wait { $0.contains { $0.damping?.released == true } }
-        await events.wait { items in
+        try await events.wait { $0.contains { $0.damping?.released == true } }
+        try await events.wait { items in
             items.compactMap(\.action).contains { $0.isSucceeded && $0.action.kind == .subscribe && $0.at >= held }
         }
         let registers = sip.starts.filter { $0.action.kind == .register }.count
@@ -70,20 +72,20 @@ struct ManagerDampingTests {
     }
 
     @Test func aHundredAppStateCyclesAreDecidedAsOneChange() async throws {
-        let (manager, events, group, run) = await start()
+        let (manager, events, group, run) = try await start()
         for round in 1...100 {
             await manager.setAppState(.background)
-            await events.wait { $0.filter(\.isAppProcessed).count == 2 * round - 1 }
+            try await events.wait { $0.filter(\.isAppProcessed).count == 2 * round - 1 }
             await manager.setAppState(.foreground)
-            await events.wait { $0.filter(\.isAppProcessed).count == 2 * round }
+            try await events.wait { $0.filter(\.isAppProcessed).count == 2 * round }
         }
         await manager.setAppState(.background)
-        await events.wait { $0.filter(\.isAppProcessed).count == 201 }
-        let decidedDuringStorm = events.items.filter(\.isAppDecision).count
+        try await events.wait { $0.filter(\.isAppProcessed).count == 201 }
+        let decidedDuringStorm = events.recorded.filter(\.isAppDecision).count
         #expect(decidedDuringStorm <= 2, "app-state changes decided during the storm: \(decidedDuringStorm)")
         let held = try #require(await manager.status().damping.appHeldUntil)
         clock.advance(to: held)
-        let items = await events.wait { $0.filter(\.isAppDecision).count == decidedDuringStorm + 1 }
+        let items = try await events.wait { $0.filter(\.isAppDecision).count == decidedDuringStorm + 1 }
         #expect(items.last(where: \.isAppDecision)?.decision?.trigger == .app(.enteredBackground))
         #expect(await manager.status().damping.appHeldUntil == nil)
         await group.triggerGracefulShutdown()
