@@ -94,10 +94,6 @@ struct ManagerDampingTests {
 }
 
 extension ResilienceEvent {
-    var damping: DampingEvent? {
-        if case .damping(let event) = self { return event }
-        return nil
-    }
     /// A network trigger the manager processed: decided, or held by damping.
     var isNetworkProcessed: Bool {
         if case .decision(.network, _, _, _) = self { return true }
