@@ -7,7 +7,7 @@ internal import Synchronization
 ///
 /// Services: `<account>.registration` for each account, plus one per configured subscription
 /// (see ``SubscriptionTarget/service(of:)``). The local address comes from the action's
-/// ``PluginContext/path``; the plugin never reads netlink.
+/// `PluginContext/path`; the plugin never reads netlink.
 public final class SIPPlugin: ResiliencePlugin {
     public let id = "sip"
     public let accounts: [SIPAccount]
@@ -39,6 +39,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// - Parameters:
     ///   - accounts: the accounts; names must be unique.
     ///   - timers: RFC 3261 timers (defaults: T1 500 ms, T2 4 s).
+    ///   - logger: SIP transactions and flows log here; never a password.
     public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
         self.accounts = accounts
         self.logger = logger
@@ -150,7 +151,7 @@ public final class SIPPlugin: ResiliencePlugin {
             let after = await agent.registrationStatus
             if after != before || [.register, .refreshRegistration, .unregister].contains(action.kind) {
                 report(action.service) { service in
-                    service.expires = after.expires.map { context.now + .seconds($0) }
+                    service.expires = after.expires.map { context.now.adding(clamped: .clampedSeconds($0)) }
                     service.flowPingInterval = after.flowPingInterval
                 }
             }
@@ -160,7 +161,7 @@ public final class SIPPlugin: ResiliencePlugin {
             case .subscribe, .refreshSubscription:
                 try await agent.subscribe(target, service: action.service, path: context.path)
                 let granted = await agent.subscriptionStatus(action.service).expires
-                report(action.service) { $0.expires = granted.map { context.now + .seconds($0) } }
+                report(action.service) { $0.expires = granted.map { context.now.adding(clamped: .clampedSeconds($0)) } }
             case .unsubscribe:
                 try await agent.unsubscribe(service: action.service, path: context.path)
                 report(action.service) { $0.expires = nil }

@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
@@ -32,9 +33,14 @@ extension ActionExecutor {
     }
 
     /// Whether the next action of a service must wait for the path: retries never run while it
-    /// is unsatisfied, nor do actions decided before the loss.
+    /// is unsatisfied, nor do actions decided before the loss; local actions are never held.
     func isHeld(_ queued: Queued) -> Bool {
-        !pathSatisfied && (queued.isRetry || queued.epoch < epoch)
+        !pathSatisfied && (queued.isRetry || queued.epoch < epoch) && !isLocal(queued.action)
+    }
+
+    /// Whether an action needs no network: a built-in local kind, or one its plugin declares local.
+    func isLocal(_ action: PlannedAction) -> Bool {
+        action.kind.isLocal || route(action)?.localActions.contains(action.kind) == true
     }
 
     /// Starts the service's next action if nothing runs, the path allows it, its retry time has
@@ -160,9 +166,18 @@ extension ActionExecutor {
         var again = queued
         again.attempt += 1
         again.isRetry = true
-        if pathSatisfied {
-            let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
-            again.notBefore = now + delay
+        if pathSatisfied || isLocal(queued.action) {
+            if let asked = error.retryAfter, asked > configuration.backoff.maximum {
+                logger.notice(
+                    "retry-after capped at the backoff maximum",
+                    metadata: [
+                        "service.id": "\(queued.action.service)", "retry-after": "\(asked)",
+                        "capped": "\(configuration.backoff.maximum)",
+                    ])
+            }
+            let delay = configuration.backoff.retryDelay(
+                afterFailures: slot.failures, retryAfter: error.retryAfter, using: &random)
+            again.notBefore = now.adding(clamped: delay)
         } else {
             again.notBefore = nil
         }
@@ -170,17 +185,20 @@ extension ActionExecutor {
         slot.pending.insert(again, at: 0)
     }
 
-    /// On loss: cancels running actions of older epochs and stops every retry timer.
+    /// On loss: cancels running actions of older epochs and stops every retry timer, except those
+    /// of local actions.
     func holdEverything(olderThan epoch: NetworkEpoch) {
         for id in Array(active) {
             guard var slot = slots[id] else { continue }
-            if let running = slot.running, running.queued.epoch < epoch {
+            if let running = slot.running, running.queued.epoch < epoch, !isLocal(running.queued.action) {
                 stop(running, outcome: .cancelled)
                 slot.running = nil
             }
-            slot.retryTimer?.cancel()
-            slot.retryTimer = nil
-            if slot.pending.first?.isRetry == true { slot.pending[0].notBefore = nil }
+            if let next = slot.pending.first, !isLocal(next.action) {
+                slot.retryTimer?.cancel()
+                slot.retryTimer = nil
+                if next.isRetry { slot.pending[0].notBefore = nil }
+            }
             store(slot, for: id)
         }
     }

@@ -20,18 +20,18 @@ struct PluginReportTests {
 
     init() { source = ScriptedNetworkSource(clock: clock) }
 
-    func start(_ services: [ClientService]) async -> (
-        ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
+    func start(_ services: [ClientService]) async throws -> (
+        ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
     ) {
         let manager = ResilienceManager(
             source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11), logger: quiet)
         for service in services { await manager.register(service) }
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        let started = await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        let started = try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         let count = started.compactMap(\.decision).first { $0.trigger == .started }?.actions.count ?? 0
-        await events.wait { items in items.compactMap(\.action).filter(\.isSucceeded).count >= count }
+        try await events.wait { items in items.compactMap(\.action).filter(\.isSucceeded).count >= count }
         return (manager, events, group, run)
     }
 
@@ -47,7 +47,7 @@ struct PluginReportTests {
     @Test func aReportedExpiryMovesTheNextRefresh() async throws {
         let granted = ClientService(
             id: Self.registration.id, kind: .registration, account: "a", expires: clock.now + .seconds(3600))
-        let (manager, events, group, run) = await start([granted])
+        let (manager, events, group, run) = try await start([granted])
         let margin = Policy.default.refreshMargin
         #expect(await manager.status().nextWakeUp == granted.expires! - margin)
 
@@ -59,7 +59,7 @@ struct PluginReportTests {
         #expect(await manager.status().services.first?.expires == shorter.expires)
 
         clock.advance(to: shorter.expires! - margin)
-        let refresh = await events.wait(where: {
+        let refresh = try await events.wait(where: {
             $0.action?.action.kind == .refreshRegistration && $0.action?.isSucceeded == true
         })
         #expect(refresh.first?.action?.action.trigger == .refreshDue([Self.registration.id]))
@@ -69,7 +69,7 @@ struct PluginReportTests {
 
     @Test func aLostFlowIsOneBatchRegistrationFirstEachOnce() async throws {
         let services = [Self.registration] + Self.subscriptions
-        let (_, events, group, run) = await start(services)
+        let (_, events, group, run) = try await start(services)
         let before = sip.starts.count
         // Gated once (the teardown's unregister must not wait on the manual clock).
         sip.program([.gate, .succeed], for: Self.registration.id)
@@ -80,23 +80,23 @@ struct PluginReportTests {
         // The registration runs alone: the subscriptions wait for it.
         #expect(sip.starts.dropFirst(before).map(\.action.kind) == [.register])
         sip.release(Self.registration.id)
-        await events.wait(
+        try await events.wait(
             count: 3, where: { $0.action?.isSucceeded == true && $0.action?.action.trigger.name == "flow.lost" })
         let attempts = sip.starts.dropFirst(before).map(\.action)
         #expect(attempts.first?.service == Self.registration.id)
         #expect(Set(attempts.dropFirst().map(\.service)) == Set(Self.subscriptions.map(\.id)))
         #expect(attempts.count == 3, "each service once: \(attempts.map(\.service))")
-        let decisions = events.items.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }
+        let decisions = events.recorded.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }
         #expect(decisions.count == 1, "decided as \(decisions.count) batches")
         await group.triggerGracefulShutdown()
         try await run.value
     }
 
     @Test func aPingNeverSupersedesARegisterWaitingForItsRetry() async throws {
-        let (manager, events, group, run) = await start([Self.registration])
+        let (manager, events, group, run) = try await start([Self.registration])
         sip.program([.fail(PluginError("503", retryAfter: .seconds(5))), .succeed], for: Self.registration.id)
         sip.reportFlowLoss([Self.registration.id])
-        await events.wait(where: { $0.action?.isRetrying == true })
+        try await events.wait(where: { $0.action?.isRetrying == true })
         // Flow pings fall due (every ~1 s) while the register waits for its Retry-After.
         sip.report(
             .serviceChanged(
@@ -104,13 +104,13 @@ struct PluginReportTests {
                     id: Self.registration.id, kind: .registration, account: "a", flowPingInterval: .seconds(1))))
         #expect(await waitUntil(manager) { $0.nextWakeUp != nil })
         clock.advance(by: .seconds(1))
-        await events.wait(where: { $0.action?.action.kind == .pingFlow && $0.action?.outcome == .superseded })
+        try await events.wait(where: { $0.action?.action.kind == .pingFlow && $0.action?.outcome == .superseded })
         clock.advance(by: .seconds(5))
-        let registered = await events.wait(where: {
+        let registered = try await events.wait(where: {
             $0.action?.action.kind == .register && $0.action?.isSucceeded == true
         })
         #expect(registered.count == 1)
-        #expect(!events.items.contains { $0.action?.action.kind == .register && $0.action?.outcome == .superseded })
+        #expect(!events.recorded.contains { $0.action?.action.kind == .register && $0.action?.outcome == .superseded })
         await group.triggerGracefulShutdown()
         try await run.value
     }
