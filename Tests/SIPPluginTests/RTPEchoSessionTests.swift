@@ -91,4 +91,38 @@ struct RTPEchoSessionTests {
             await session.close()
         }
     }
+
+    /// Sends one datagram from a fresh IPv6 socket to `[::1]:port`; true when the kernel took it.
+    static func sendIPv6(to port: Int) -> Bool {
+        let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in6()
+        address.sin6_family = sa_family_t(AF_INET6)
+        address.sin6_addr = in6addr_loopback
+        address.sin6_port = UInt16(port).bigEndian
+        let bytes: [UInt8] = [0x80, 0, 0, 9]
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                sendto(fd, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            }
+        } == bytes.count
+    }
+
+    @Test func anIPv6AddressIsBoundAndAMoveToIPv4RebindsTheSocket() async throws {
+        let session = RTPEchoSession(mode: .sink)
+        let media = try await session.describe(localAddress: "::1", direction: .sendrecv, answering: nil)
+        let port = try #require(media.first?.port)
+        #expect(Self.sendIPv6(to: port))
+        var counted = false
+        for _ in 0..<250 where !counted {
+            counted = await session.packetsReceivedByAddress["::1"] == 1
+            if !counted { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(counted, "the IPv6 datagram was counted on ::1")
+        let moved = try await session.describe(localAddress: "127.0.0.1", direction: .sendrecv, answering: nil)
+        #expect(await session.localAddress == "127.0.0.1" && moved.first?.port != nil)
+        #expect(!Self.canBind("127.0.0.1", try #require(moved.first?.port)), "now bound on IPv4")
+        await session.close()
+    }
 }

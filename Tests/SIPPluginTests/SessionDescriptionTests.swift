@@ -102,4 +102,30 @@ struct SessionDescriptionTests {
         let sdp = try SessionDescription.parse(text)
         #expect(sdp.media.count == 1 && sdp.media[0].direction == nil && sdp.media[0].rtpMaps.isEmpty)
     }
+
+    /// 3,000 mutations of a valid offer (bytes flipped, cut, repeated): each parses or throws an
+    /// SDPError, never traps, and what parses writes back to text that parses to the same value.
+    @Test func mutatedOffersParseOrFailCleanly() throws {
+        var generator = SystemRandomNumberGenerator()
+        let original = Array(Self.offer.utf8)
+        var parsed = 0
+        for round in 0..<3_000 {
+            var bytes = original
+            switch round % 3 {
+            case 0:
+                for _ in 0..<Int.random(in: 1...8, using: &generator) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(
+                        in: 0...255, using: &generator)
+                }
+            case 1: bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator)))
+            default:
+                let line = Int.random(in: 0..<bytes.count, using: &generator)
+                bytes.insert(contentsOf: bytes[line...].prefix(40), at: line)
+            }
+            guard let sdp = try? SessionDescription.parse(bytes) else { continue }
+            parsed += 1
+            #expect(try SessionDescription.parse(sdp.serialized()) == sdp)
+        }
+        #expect(parsed > 0 && parsed < 3_000, "some mutations parse, some are refused")
+    }
 }
