@@ -126,13 +126,18 @@ struct InviteServerTransactionTests {
         let lab = Lab()
         let transaction = try #require(lab.receive(Self.invite()).opened)
         #expect(lab.receive(Self.request("CANCEL")).opened != nil, "CANCEL has its own transaction")
-        #expect(lab.table.cancel(Self.request("CANCEL"), at: lab.clock.now))
-        #expect(lab.statuses == [100, 487])
+        let ringing = Self.invite().makeResponse(status: 180, reason: "Ringing", toTag: "callee")
+        transaction.respond(ringing, at: lab.clock.now)
+        let match = lab.table.cancel(Self.request("CANCEL"), at: lab.clock.now)
+        #expect(match?.toTag == "callee", "the CANCEL's 200 carries the INVITE's To tag")
+        #expect(lab.statuses == [100, 180, 487])
+        let cancelled = lab.sent.withLock { $0.last }
+        #expect(cancelled?.headers["To"]?.hasSuffix(";tag=callee") == true, "the 487 keeps the early dialog's tag")
         #expect(lab.table.inviteState(transaction.key) == .completed)
-        #expect(lab.table.cancel(Self.request("CANCEL"), at: lab.clock.now), "still matched: 200, no second 487")
-        #expect(lab.statuses == [100, 487])
+        #expect(lab.table.cancel(Self.request("CANCEL"), at: lab.clock.now) != nil, "still matched: 200, no 2nd 487")
+        #expect(lab.statuses == [100, 180, 487])
         #expect(lab.table.acknowledge(Self.request("ACK"), at: lab.clock.now) == .absorbed, "the ACK of the 487")
-        #expect(!lab.table.cancel(Self.request("CANCEL", branch: "z9hG4bKother"), at: lab.clock.now), "481")
+        #expect(lab.table.cancel(Self.request("CANCEL", branch: "z9hG4bKother"), at: lab.clock.now) == nil, "481")
         await lab.finish()
     }
 

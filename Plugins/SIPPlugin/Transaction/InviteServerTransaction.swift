@@ -108,10 +108,17 @@ struct InviteServerTransaction {
         return [.arm(.i, at: now + (reliable ? .zero : timers.t4))]
     }
 
-    /// A matching CANCEL arrived (§9.2): a Proceeding INVITE is answered `487` with `toTag`.
-    mutating func cancelled(toTag: String, at now: ContinuousClock.Instant) -> [Action] {
+    /// The To tag of the last response sent, if it carried one (a 100 Trying does not).
+    var toTag: String? {
+        lastResponse?.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+    }
+
+    /// A matching CANCEL arrived (§9.2): a Proceeding INVITE is answered `487`, with the To tag
+    /// its provisional responses carried, else `fallbackTag`.
+    mutating func cancelled(fallbackTag: String, at now: ContinuousClock.Instant) -> [Action] {
         guard state == .proceeding else { return [] }
-        return respond(invite.makeResponse(status: 487, reason: "Request Terminated", toTag: toTag), at: now)
+        let tag = toTag ?? fallbackTag
+        return respond(invite.makeResponse(status: 487, reason: "Request Terminated", toTag: tag), at: now)
     }
 
     mutating func timerFired(_ timer: Timer, at now: ContinuousClock.Instant) -> [Action] {

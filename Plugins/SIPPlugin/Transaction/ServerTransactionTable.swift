@@ -140,22 +140,27 @@ final class ServerTransactionTable: Sendable {
         return .absorbed
     }
 
+    /// A CANCEL that matched an INVITE server transaction: answer it 200 with ``toTag``, the To
+    /// tag of the INVITE's response (§9.2).
+    struct CancelMatch: Hashable, Sendable {
+        var toTag: String?
+    }
+
     /// Matches a CANCEL to the INVITE server transaction it cancels (§9.2) and answers that
-    /// INVITE `487` when it is still Proceeding. True when a transaction matched: the CANCEL is
-    /// then answered 200, otherwise 481.
-    func cancel(_ cancel: SIPMessage, at now: ContinuousClock.Instant) -> Bool {
-        guard let key = Self.key(of: cancel, as: "INVITE") else { return false }
-        let outcome: ([InviteServerTransaction.Action], Entry)? = entries.withLock { entries in
+    /// INVITE `487` when it is still Proceeding. nil when nothing matched: answer the CANCEL 481.
+    func cancel(_ cancel: SIPMessage, at now: ContinuousClock.Instant) -> CancelMatch? {
+        guard let key = Self.key(of: cancel, as: "INVITE") else { return nil }
+        let outcome: ([InviteServerTransaction.Action], Entry, String?)? = entries.withLock { entries in
             guard var entry = entries[key], case .invite(var transaction) = entry.machine, !transaction.isTerminated
             else { return nil }
-            let actions = transaction.cancelled(toTag: randomToken(), at: now)
+            let actions = transaction.cancelled(fallbackTag: randomToken(), at: now)
             entry.machine = .invite(transaction)
             entries[key] = entry
-            return (actions, entry)
+            return (actions, entry, transaction.toTag)
         }
-        guard let (actions, entry) = outcome else { return false }
+        guard let (actions, entry, toTag) = outcome else { return nil }
         perform(actions, for: key, reply: entry.reply)
-        return true
+        return CancelMatch(toTag: toTag)
     }
 
     /// Drops a transaction whose request was never delivered, so a retransmission is new.

@@ -42,8 +42,8 @@ struct TransactionLayer: Sendable {
         }
         switch servers.receive(message, reliable: reliable, at: now, reply: reply) {
         case .new(let transaction):
-            if method == "CANCEL", servers.cancel(message, at: now) {
-                transaction.respond(message.makeResponse(status: 200, reason: "OK"), at: now)
+            if method == "CANCEL", let match = servers.cancel(message, at: now) {
+                transaction.respond(message.makeResponse(status: 200, reason: "OK", toTag: match.toTag), at: now)
             }
             if case .dropped = inbound.yield(InboundRequest(message: message, transaction: transaction)) {
                 servers.forget(transaction.key)
