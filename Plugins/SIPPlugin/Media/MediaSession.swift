@@ -15,6 +15,7 @@
 public protocol MediaSession: AnyObject, Sendable {
     /// The media sections (`m=`) to offer or answer with at `localAddress`.
     /// - Parameters:
+    ///   - localAddress: the address the call's signalling uses now (IPv4 or IPv6 text).
     ///   - direction: what the offer/answer rules will write (the session may pause capture on
     ///     `sendonly`/`inactive`).
     ///   - offer: the far end's offer when answering, nil when offering.

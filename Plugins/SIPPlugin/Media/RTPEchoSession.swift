@@ -30,7 +30,9 @@ public actor RTPEchoSession: MediaSession {
     public private(set) var localPort: Int?
     private var formats: [SessionDescription.RTPMap]
 
-    /// - Parameter formats: payload types offered, in preference order (PCMU by default).
+    /// - Parameters:
+    ///   - mode: echo to the negotiated remote, or sink.
+    ///   - formats: payload types offered, in preference order (PCMU by default).
     public init(
         mode: Mode = .echo,
         formats: [SessionDescription.RTPMap] = [.init(payloadType: 0, encoding: "PCMU", clockRate: 8_000)]
@@ -48,6 +50,11 @@ public actor RTPEchoSession: MediaSession {
     /// The source of the last packet, as `address:port` text.
     public var lastSource: String? { counters.snapshot.lastSource }
 
+    /// Binds on `localAddress` first when the socket is elsewhere (or closed); one audio section.
+    /// - Parameters:
+    ///   - localAddress: the call's current address.
+    ///   - direction: written into the section (the offer/answer rules overwrite it).
+    ///   - offer: unused: the same formats are offered and answered.
     public func describe(
         localAddress: String, direction: SessionDescription.Direction, answering offer: SessionDescription?
     ) async throws -> [SessionDescription.Media] {

@@ -41,6 +41,8 @@ public struct SDPOfferAnswer: Hashable, Sendable {
     /// - Parameters:
     ///   - sessionID: a number unique to this session (NTP time or random), at most
     ///     ``SessionDescription/maximumOriginNumber``; larger values are clamped.
+    ///   - username: the `o=` username (`-` when none is wanted).
+    ///   - originFollowsAddress: whether the `o=` address follows the current address.
     public init(sessionID: UInt64, username: String = "-", originFollowsAddress: Bool = false) {
         self.sessionID = min(sessionID, SessionDescription.maximumOriginNumber)
         self.username = username

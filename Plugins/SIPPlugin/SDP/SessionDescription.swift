@@ -2,7 +2,7 @@
 /// `v`, `o`, `s`, `c`, `t`, `m`, and the attributes `rtpmap`, `sendrecv`/`sendonly`/`recvonly`/
 /// `inactive` and `rtcp-mux`. Other lines are skipped on parse and never written.
 ///
-/// Invariants (kept by ``parse(_:)`` and by ``SDPOfferAnswer``): ports are in `0...65_535`,
+/// Invariants (kept by `parse(_:)` and by ``SDPOfferAnswer``): ports are in `0...65_535`,
 /// payload types in `0...127`, the origin's session id and version are at most
 /// ``maximumOriginNumber`` (so the version can always be incremented), at most
 /// ``maximumMediaCount`` media sections with at most ``maximumFormatCount`` formats each.
