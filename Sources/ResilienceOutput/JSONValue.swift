@@ -1,5 +1,9 @@
-/// A JSON value small enough to render by hand, keeping key order stable.
-public enum JSONValue: Equatable, Sendable {
+/// The project's one JSON writer: a value rendered by hand, compact, in the key order given.
+///
+/// Invariants: strings are escaped per RFC 8259 (control characters as `\u00xx`), a non-finite
+/// double renders as `null`, and the same value always renders to the same bytes, so `netres
+/// watch --json`, `netres status --json` and the daemon's JSON log lines are stable to diff.
+package enum JSONValue: Equatable, Sendable {
     case string(String)
     case int(Int64)
     case double(Double)
@@ -8,7 +12,7 @@ public enum JSONValue: Equatable, Sendable {
     case object(JSONObject)
     case null
 
-    public var rendered: String {
+    package var rendered: String {
         switch self {
         case .string(let s): Self.quote(s)
         case .int(let i): String(i)
@@ -21,7 +25,7 @@ public enum JSONValue: Equatable, Sendable {
     }
 
     /// RFC 8259 string escaping.
-    public static func quote(_ s: String) -> String {
+    package static func quote(_ s: String) -> String {
         var out = "\""
         for scalar in s.unicodeScalars {
             switch scalar {
@@ -41,15 +45,15 @@ public enum JSONValue: Equatable, Sendable {
 }
 
 /// An ordered JSON object.
-public struct JSONObject: Equatable, Sendable {
-    public var members: [(String, JSONValue)]
-    public init(_ members: [(String, JSONValue)]) { self.members = members }
+package struct JSONObject: Equatable, Sendable {
+    package var members: [(String, JSONValue)]
+    package init(_ members: [(String, JSONValue)]) { self.members = members }
 
-    public var rendered: String {
+    package var rendered: String {
         "{" + members.map { JSONValue.quote($0.0) + ":" + $0.1.rendered }.joined(separator: ",") + "}"
     }
 
-    public static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
+    package static func == (lhs: JSONObject, rhs: JSONObject) -> Bool {
         lhs.members.map(\.0) == rhs.members.map(\.0) && lhs.members.map(\.1) == rhs.members.map(\.1)
     }
 }
