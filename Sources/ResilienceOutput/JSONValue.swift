@@ -57,3 +57,33 @@ package struct JSONObject: Equatable, Sendable {
         lhs.members.map(\.0) == rhs.members.map(\.0) && lhs.members.map(\.1) == rhs.members.map(\.1)
     }
 }
+
+extension JSONValue {
+    /// The same value laid out for people: two spaces per level, ` : ` after each key, every
+    /// array and object member on its own line, as `JSONEncoder`'s `.prettyPrinted` lays it out
+    /// (the layout `netres policy --json` has always printed). Scalars render as in ``rendered``.
+    package var prettyRendered: String { pretty(depth: 0) }
+
+    /// The same value with every object's members sorted by key, at every depth.
+    package func sortingKeys() -> JSONValue {
+        switch self {
+        case .array(let items): .array(items.map { $0.sortingKeys() })
+        case .object(let o): .object(JSONObject(o.members.map { ($0.0, $0.1.sortingKeys()) }.sorted { $0.0 < $1.0 }))
+        default: self
+        }
+    }
+
+    private func pretty(depth: Int) -> String {
+        let inner = String(repeating: "  ", count: depth + 1)
+        let outer = String(repeating: "  ", count: depth)
+        switch self {
+        case .array(let items):
+            let lines = items.map { inner + $0.pretty(depth: depth + 1) }
+            return "[\n" + lines.joined(separator: ",\n") + "\n" + outer + "]"
+        case .object(let o):
+            let lines = o.members.map { inner + Self.quote($0.0) + " : " + $0.1.pretty(depth: depth + 1) }
+            return "{\n" + lines.joined(separator: ",\n") + "\n" + outer + "}"
+        default: return rendered
+        }
+    }
+}
