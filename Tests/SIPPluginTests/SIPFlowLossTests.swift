@@ -129,8 +129,10 @@ struct SIPFlowLossTests {
         var methods = await script.value
         await clock.waitForSleepers(count: 3)  // the OPTIONS' timers E and F and the pong timeout
         clock.advance(by: timers.pongTimeout)
-        await #expect {
-            try await ping.value
+        let (result, hung) = await outcome(of: ping)
+        #expect(!hung, "the pong timeout did not end the ping")
+        #expect {
+            try result.get()
         } throws: { error in
             (error as? PluginError)?.isRetryable == false
         }

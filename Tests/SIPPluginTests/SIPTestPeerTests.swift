@@ -80,7 +80,9 @@ struct SIPTestPeerTests {
             await clock.waitForSleepers(count: 2)
             clock.advance(to: clock.nextDeadline ?? clock.now)
         }
-        try await register.value
+        let (result, hung) = await outcome(of: register)
+        #expect(!hung, "no answer to the third copy")
+        try result.get()
         #expect(clock.now - started == timers.t1 * 3)
         let branches = await script.value
         #expect(branches.count == 3)
@@ -106,8 +108,10 @@ struct SIPTestPeerTests {
         let fired = await NonInviteClientTransactionTests.fireTimers(
             on: clock, before: started + timers.transactionTimeout)
         clock.advance(to: started + timers.transactionTimeout)
-        await #expect {
-            try await register.value
+        let (result, hung) = await outcome(of: register)
+        #expect(!hung, "timer F did not end the transaction")
+        #expect {
+            try result.get()
         } throws: { error in
             (error as? PluginError)?.isRetryable == true
         }
@@ -231,7 +235,9 @@ extension SIPTestPeerTests {
         await clock.waitForSleepers(count: 2)  // timers E and F armed: the transaction waits
         let started = clock.now
         attempt.cancel()
-        await #expect(throws: CancellationError.self) { try await attempt.value }
+        let (result, hung) = await outcome(of: attempt)
+        #expect(!hung, "the cancellation did not end the action")
+        #expect(throws: CancellationError.self) { try result.get() }
         #expect(clock.now == started, "ended by the cancellation, not by a timer")
         await agent.close()
     }
