@@ -57,7 +57,14 @@ struct LabScenario: Sendable {
         for entry in entries {
             switch entry.key {
             case "seed":
-                scenario.seed = UInt64(try reader.number(entry.value, in: 1...9e15, what: "seed"))
+                // Any seed a lab prints (up to 2^64-1) replays: read as text, not as a Double.
+                let text = try reader.scalar(entry.value, expected: "a seed from 1 to 18446744073709551615")
+                guard let seed = UInt64(text), seed != 0 else {
+                    throw reader.fail(
+                        .invalidValue, at: entry.value, "seed must be a whole number from 1 to 2^64-1",
+                        expected: "a seed a lab printed, e.g. 42")
+                }
+                scenario.seed = seed
             case "registrar":
                 let word = try reader.scalar(entry.value, expected: "true or false")
                 guard let flag = Bool(word) else {

@@ -37,6 +37,17 @@ struct LabCommandTests {
         #expect(output.contains("did you mean \"carrier-loss\""))
     }
 
+    @Test func anySeedALabPrintsCanBeReplayedFromTheScenario() async throws {
+        let file = try scenario("seed: 18446744073709551615\nlinks: [wifi]\n")
+        defer { unlink(file) }
+        let (status, output) = try await netres(["lab", "check", file])
+        #expect(status == 0, "\(output)")
+        let zero = try scenario("seed: 0\n")
+        defer { unlink(zero) }
+        let (rejected, message) = try await netres(["lab", "check", zero])
+        #expect(rejected == 1 && message.contains("\(zero):1:7: error: seed must be"), "\(message)")
+    }
+
     @Test func theCommandRunsInTheClientHostWhileTheTimelinePlaysAndTheTimelineIsPrinted() async throws {
         let file = try scenario(
             """
