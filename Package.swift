@@ -102,7 +102,7 @@ let package = Package(
         ),
         // Hook scripts run on path transitions.
         .target(
-            name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", log],
+            name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", "CProcessControl", log],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "ResilienceCLI",
@@ -125,6 +125,8 @@ let package = Package(
         ),
         // posix_spawn without a shell: hook scripts, and tests and benchmarks that drive real processes.
         .target(name: "ChildProcesses", swiftSettings: strictSettings),
+        // prctl(PR_SET_CHILD_SUBREAPER) and pipe2(O_CLOEXEC), which Swift's Glibc module lacks.
+        .target(name: "CProcessControl"),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",
@@ -160,8 +162,8 @@ let package = Package(
         .testTarget(
             name: "ResilienceDaemonTests",
             dependencies: [
-                "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin", "ResilienceTesting", log,
-                lifecycle,
+                "ChildProcesses", "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin",
+                "ResilienceTesting", log, lifecycle,
             ],
             swiftSettings: strictSettings
         ),
