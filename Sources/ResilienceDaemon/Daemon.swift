@@ -7,6 +7,7 @@ import ResilienceRules
 public import ResilienceRuntime
 public import SIPPlugin
 public import ServiceLifecycle
+internal import Synchronization
 public import UnixSignals
 
 /// `netres run` assembled: network source, SIP plugin, manager, event log and control socket.
@@ -20,6 +21,8 @@ public import UnixSignals
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - ``start()`` takes the config's ``InstanceLock`` first: a second daemon for the same control
+///   socket fails there, before it opens netlink, binds the socket or registers anything.
 /// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
 ///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
@@ -34,6 +37,7 @@ public final class Daemon: Sendable {
     let events: AsyncStream<ResilienceEvent>
     let logger: Logger
     let hooks: HookRunner?
+    let lock = Mutex<InstanceLock?>(nil)
 
     /// - Parameters:
     ///   - source: the network; nil for a `NetlinkMonitor` with the config's interfaces and hold-down.
@@ -74,9 +78,13 @@ public final class Daemon: Sendable {
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
 
-    /// Starts netlink (when the daemon owns the monitor) and registers every service.
-    /// - Throws: the monitor's error when netlink cannot be opened.
+    /// Takes the instance lock, starts netlink (when the daemon owns the monitor) and registers
+    /// every service.
+    /// - Throws: ``DaemonError`` naming the running instance's PID when one holds the lock; the
+    ///   monitor's error when netlink cannot be opened.
     public func start() async throws {
+        let acquired = try InstanceLock.acquire(socket: config.controlSocket)
+        lock.withLock { $0 = acquired }
         try await monitor?.start()
         for service in plugin.services { await manager.register(service) }
     }
@@ -85,12 +93,19 @@ public final class Daemon: Sendable {
     public func stop() async {
         await monitor?.shutdown()
         await hooks?.stop()
+        lock.withLock { held in
+            held?.release()
+            held = nil
+        }
     }
 
     /// The services to run, in start order (shut down in reverse).
     public var services: [any Service] {
         [
-            EventFollower(daemon: self), ControlServer(path: config.controlSocket) { await self.handle(line: $0) },
+            EventFollower(daemon: self),
+            ControlServer(
+                path: config.controlSocket, access: ControlAccess(group: config.controlGroup), logger: logger
+            ) { await self.handle(line: $0) },
             manager,
         ]
     }

@@ -39,6 +39,14 @@ public enum DaemonConfigFile {
                 ) { DaemonConfig.LogFormat(rawValue: $0) }
             case "control-socket":
                 config.controlSocket = resolve(try reader.scalar(value, expected: "a socket path"))
+            case "control-group":
+                let name = try reader.scalar(value, expected: "a group name")
+                guard let gid = ControlAccess.groupID(named: name) else {
+                    throw reader.fail(
+                        .invalidValue, at: value, "control-group \"\(name)\" is not a group of this system",
+                        expected: "an existing group name (getent group NAME)")
+                }
+                config.controlGroup = gid
             case "interfaces":
                 config.interfaces = try reader.list(value, expected: "interface names or globs") {
                     (node: Node) throws(PolicyFileError) -> String in
@@ -73,7 +81,8 @@ public enum DaemonConfigFile {
     }
 
     static let topKeys = [
-        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "accounts",
+        "log-format", "control-socket", "control-group", "interfaces", "hold-down", "app-state", "policy", "hooks",
+        "accounts",
     ]
 
     /// Reads `hooks: { directory, timeout }`; the directory must exist.
