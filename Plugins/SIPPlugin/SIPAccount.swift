@@ -29,13 +29,15 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var publishesPresence: Bool
     /// How often the flow to the registrar gets a keep-alive (see ``keepAliveInterval``).
     public var keepAlive: KeepAliveSetting
+    /// Certificate checks of a `transport: tls` account (ignored otherwise).
+    public var tls: SIPTLSSettings
 
     public init(
         name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
         subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
-        keepAlive: KeepAliveSetting = .transportDefault
+        keepAlive: KeepAliveSetting = .transportDefault, tls: SIPTLSSettings = SIPTLSSettings()
     ) {
         self.name = name
         self.registrarHost = registrarHost
@@ -52,6 +54,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.subscriptions = subscriptions
         self.publishesPresence = publishesPresence
         self.keepAlive = keepAlive
+        self.tls = tls
     }
 
     /// The keep-alive interval this account asks for: the transport's default (UDP 30 s, which

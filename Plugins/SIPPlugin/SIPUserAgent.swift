@@ -103,7 +103,8 @@ public actor SIPUserAgent {
         let table = self.table
         do {
             return try await SIPTransport.open(
-                kind: account.transport, localHost: local, remote: remote, logger: logger,
+                kind: account.transport, localHost: local, remote: remote, tls: account.tls,
+                serverName: SIPTLS.serverName(account.tls, host: account.registrarHost), logger: logger,
                 onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
                 inbound: { [weak self, table] message, reply in
@@ -118,6 +119,9 @@ public actor SIPUserAgent {
                         table.deliver(message)
                     }
                 })
+        } catch let failure as SIPTLSFailure {
+            // A certificate or TLS setting that is wrong stays wrong: no retry storm.
+            throw PluginError.permanent("cannot open tls flow from \(local): \(failure)")
         } catch {
             throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
         }

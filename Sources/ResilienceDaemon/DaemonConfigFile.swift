@@ -116,7 +116,7 @@ struct AccountReader {
 
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
-        "expires", "outbound", "push", "subscriptions", "publish-presence", "keep-alive",
+        "expires", "outbound", "push", "subscriptions", "publish-presence", "keep-alive", "tls",
     ]
 
     func account(_ node: Node) throws(PolicyFileError) -> DaemonAccount {
@@ -167,9 +167,11 @@ struct AccountReader {
                 for item in items { account.subscriptions.append(try subscription(item)) }
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
             case "keep-alive": account.keepAlive = try keepAlive(value)
+            case "tls": account.tls = try tlsSettings(value)
             default: break  // name, registrar, user, domain: read above
             }
         }
+        try applySIPS(to: &account, entries: entries)
         return DaemonAccount(account: account, push: push)
     }
 

@@ -2,20 +2,30 @@ internal import Glibc
 internal import Logging
 internal import NIOCore
 internal import NIOPosix
+internal import NIOSSL
 internal import Synchronization
 
 /// The transport protocol of an account.
 public enum SIPTransportKind: String, Hashable, Sendable, Codable, CaseIterable {
     case udp
     case tcp
+    /// TCP with TLS (RFC 3261 §26, `sips:`); see ``SIPTLSSettings``.
+    case tls
 
     var viaName: String { rawValue.uppercased() }
+
+    /// A byte stream (TCP or TLS): framed, kept alive with CRLF pings, never retransmitted.
+    var isStream: Bool { self != .udp }
+
+    /// The registrar port when none is given: 5061 for TLS, else 5060.
+    public var defaultPort: Int { self == .tls ? 5061 : 5060 }
 }
 
 /// What a transport hands upward: one parsed message and a way to answer on the same flow.
 typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendable (SIPMessage) -> Void) -> Void
 
-/// One flow to the registrar: a UDP socket or a TCP connection bound to one local address.
+/// One flow to the registrar: a UDP socket or a TCP (or TLS over TCP) connection bound to one
+/// local address. A TLS flow is returned only once its handshake verified the registrar.
 ///
 /// Malformed input is logged and dropped (UDP) or closes the connection (TCP, where framing is
 /// lost); the owner opens a new transport on the next request, so nothing wedges.
@@ -50,8 +60,10 @@ final class SIPTransport: Sendable {
 
     /// Opens a flow bound to `localHost` (port chosen by the kernel) and connected to `remote`.
     /// `onLost` gets the flow when it ends without ``close()``.
+    /// - Throws: ``SIPTLSFailure`` when the registrar's certificate is refused (permanent).
     static func open(
-        kind: SIPTransportKind, localHost: String, remote: SocketAddress, logger: Logger,
+        kind: SIPTransportKind, localHost: String, remote: SocketAddress, tls: SIPTLSSettings = SIPTLSSettings(),
+        serverName: String? = nil, logger: Logger,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
@@ -74,17 +86,39 @@ final class SIPTransport: Sendable {
                 try? await channel.close()
                 throw error
             }
-        case .tcp:
+        case .tcp, .tls:
+            let context = kind == .tls ? try SIPTLS.context(tls) : nil
+            let handshake = group.any().makePromise(of: Void.self)
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(.seconds(5))
                 .bind(to: local)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(StreamInbound(callbacks))
+                        let pipeline = channel.pipeline.syncOperations
+                        if let context {
+                            try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
+                            try pipeline.addHandler(TLSHandshakeWaiter(done: handshake))
+                        }
+                        try pipeline.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
+                        try pipeline.addHandler(StreamInbound(callbacks))
                     }
                 }
                 .connect(to: remote).get()
+            if context != nil {
+                do {
+                    try await handshake.futureResult.get()
+                } catch {
+                    try? await channel.close()
+                    guard SIPTLS.isCertificateFailure(error) else { throw error }
+                    let leaf = await SIPTLS.offeredLeaf(local: local, remote: remote, serverName: serverName)
+                    let why = SIPTLS.explain(
+                        error, leaf: leaf, expected: serverName ?? remote.ipAddress ?? "\(remote)",
+                        trust: tls.caFile.map { "CA file \($0)" } ?? "the system trust store")
+                    throw SIPTLSFailure(description: "TLS: registrar \(remote) refused: \(why)")
+                }
+            } else {
+                handshake.succeed()
+            }
         }
         let transport = SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
         channel.closeFuture.whenComplete { [transport] _ in
@@ -101,7 +135,7 @@ final class SIPTransport: Sendable {
         let buffer = channel.allocator.buffer(bytes: bytes)
         switch kind {
         case .udp: try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer))
-        case .tcp: try await channel.writeAndFlush(buffer)
+        case .tcp, .tls: try await channel.writeAndFlush(buffer)
         }
     }
 

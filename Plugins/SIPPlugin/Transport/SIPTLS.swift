@@ -1,0 +1,171 @@
+internal import Foundation
+internal import NIOCore
+internal import NIOPosix
+internal import NIOSSL
+internal import NIOTLS
+
+/// How an account's TLS flow (`transport: tls`) checks the registrar and presents itself.
+///
+/// Invariants: the registrar's certificate is always verified (chain to the CA file, or to the
+/// system trust store when none is given, and the name: ``serverName``, else the registrar host,
+/// else its IP address); TLS 1.2 is the oldest version offered. A client certificate is sent only
+/// when both its file and its key file are given.
+public struct SIPTLSSettings: Hashable, Sendable {
+    /// PEM file of the CA certificates to trust; nil trusts the system's store.
+    public var caFile: String?
+    /// PEM client certificate (chain) and its private key, for registrars that ask for one.
+    public var certificateFile: String?
+    public var keyFile: String?
+    /// The name the registrar's certificate must carry, sent as SNI; nil uses the registrar host
+    /// (an IP literal is then matched against the certificate's IP addresses, with no SNI).
+    public var serverName: String?
+
+    public init(
+        caFile: String? = nil, certificateFile: String? = nil, keyFile: String? = nil, serverName: String? = nil
+    ) {
+        self.caFile = caFile
+        self.certificateFile = certificateFile
+        self.keyFile = keyFile
+        self.serverName = serverName
+    }
+}
+
+/// A TLS flow that cannot work until someone changes a certificate or a setting: retrying is
+/// pointless, so the agent reports it as a permanent failure naming what failed.
+struct SIPTLSFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+enum SIPTLS {
+    /// How long closing a flow waits for the registrar's close_notify. A flow closed because its
+    /// local address vanished never gets one, and recovery (close stale flow, register) waits
+    /// this long: NIO SSL's default is 5 s.
+    static let closeNotifyWait = TimeAmount.milliseconds(250)
+
+    /// The NIO SSL context of `settings`.
+    /// - Throws: ``SIPTLSFailure`` naming the file that cannot be read.
+    static func context(_ settings: SIPTLSSettings) throws -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.certificateVerification = .fullVerification
+        configuration.shutdownTimeout = closeNotifyWait
+        do {
+            if let caFile = settings.caFile {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+            }
+            if let certificate = settings.certificateFile, let key = settings.keyFile {
+                configuration.certificateChain = try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) }
+                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(file: key, format: .pem))
+            }
+            return try NIOSSLContext(configuration: configuration)
+        } catch {
+            let files = [settings.caFile, settings.certificateFile, settings.keyFile].compactMap { $0 }
+            throw SIPTLSFailure(description: "TLS settings unusable (\(files.joined(separator: ", "))): \(error)")
+        }
+    }
+
+    /// The SNI and expected certificate name: ``SIPTLSSettings/serverName``, else `host` unless it
+    /// is an IP literal (nil: the certificate must then carry the registrar's IP address).
+    static func serverName(_ settings: SIPTLSSettings, host: String) -> String? {
+        if let name = settings.serverName { return name }
+        return (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
+    }
+
+    /// Whether a failed handshake is the certificate's fault (permanent) rather than the network's.
+    static func isCertificateFailure(_ error: any Error) -> Bool {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname { return true }
+        if case .handshakeFailed(let reason)? = error as? NIOSSLError {
+            return "\(reason)".uppercased().contains("CERTIFICATE")
+        }
+        return false
+    }
+
+    /// Why the certificate `leaf` was refused, in words: expiry and validity dates are checked
+    /// here; anything else is an untrusted chain or a wrong name, as `error` says.
+    static func explain(_ error: any Error, leaf: NIOSSLCertificate?, expected: String, trust: String) -> String {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            return "its certificate does not name \(expected)"
+        }
+        let now = time(nil)
+        if let leaf {
+            if leaf.notValidAfter < now {
+                return "its certificate expired on \(Date(timeIntervalSince1970: TimeInterval(leaf.notValidAfter)))"
+            }
+            if leaf.notValidBefore > now {
+                return
+                    "its certificate is not valid before \(Date(timeIntervalSince1970: TimeInterval(leaf.notValidBefore)))"
+            }
+        }
+        return "its certificate is not signed by a trusted CA (\(trust)) or does not name \(expected): \(error)"
+    }
+}
+
+extension SIPTLS {
+    /// The leaf certificate `remote` offers, fetched by a handshake that verifies nothing and is
+    /// aborted as soon as the certificate arrived; only used to explain a refusal. Nil when none
+    /// arrives within 5 s.
+    static func offeredLeaf(
+        local: SocketAddress, remote: SocketAddress, serverName: String?
+    ) async -> NIOSSLCertificate? {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.minimumTLSVersion = .tlsv12
+        configuration.certificateVerification = .noHostnameVerification
+        configuration.shutdownTimeout = closeNotifyWait
+        guard let context = try? NIOSSLContext(configuration: configuration) else { return nil }
+        let group = MultiThreadedEventLoopGroup.singleton
+        let offered = group.any().makePromise(of: NIOSSLCertificate?.self)
+        let channel = try? await ClientBootstrap(group: group)
+            .connectTimeout(.seconds(5))
+            .bind(to: local)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = try NIOSSLClientHandler(context: context, serverHostname: serverName) {
+                        certificates, verdict in
+                        offered.succeed(certificates.first)
+                        verdict.succeed(NIOSSLVerificationResult.failed)
+                    }
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+            .connect(to: remote).get()
+        guard let channel else {
+            offered.succeed(nil)
+            return nil
+        }
+        channel.closeFuture.whenComplete { _ in offered.succeed(nil) }
+        let timeout = channel.eventLoop.scheduleTask(in: TimeAmount.seconds(5)) { () -> Void in
+            channel.close(promise: nil)
+        }
+        let leaf = try? await offered.futureResult.get()
+        timeout.cancel()
+        try? await channel.close()
+        return leaf
+    }
+}
+
+/// Completes `done` when the TLS handshake finished, or fails it with the handshake's error (or
+/// the connection's end); sits right after the TLS handler. Keeps the peer's leaf certificate,
+/// as offered, for ``SIPTLS/explain(_:leaf:expected:trust:)``.
+final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    let done: EventLoopPromise<Void>
+
+    init(done: EventLoopPromise<Void>) { self.done = done }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case .handshakeCompleted? = event as? TLSUserEvent { done.succeed() }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        done.fail(error)
+        context.fireErrorCaught(error)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        done.fail(ChannelError.eof)
+        context.fireChannelInactive()
+    }
+}
