@@ -11,8 +11,10 @@ import Testing
     .timeLimit(.minutes(1)))
 struct SIPTLSFaultTests {
     /// The account lines trusting `caFile`, checking the name the lab's certificate carries.
-    static func account(caFile: String, subscriptions: Bool = false) -> [String] {
-        ["tls: { ca-file: \(caFile), server-name: \(RegistrarTLS.serverName) }"]
+    static func account(
+        caFile: String, serverName: String = RegistrarTLS.serverName, subscriptions: Bool = false
+    ) -> [String] {
+        ["tls: { ca-file: \(caFile), server-name: \(serverName) }"]
             + (subscriptions ? ["subscriptions: [{ package: reg }]"] : [])
     }
 
@@ -54,12 +56,12 @@ struct SIPTLSFaultTests {
     }
 
     /// Starts `user` with `caFile` against `lab` and returns its register actions after 4 s.
-    func refusedRegistrations(_ lab: RegistrarLab, user: String, caFile: String) async throws -> [RegistrarLab
-        .ActionLine]
-    {
+    func refusedRegistrations(
+        _ lab: RegistrarLab, user: String, caFile: String, serverName: String = RegistrarTLS.serverName
+    ) async throws -> [RegistrarLab.ActionLine] {
+        let account = Self.account(caFile: caFile, serverName: serverName)
         try lab.startClient(
-            user: user,
-            config: try lab.writeDaemonConfig(user: user, transport: "tls", account: Self.account(caFile: caFile)))
+            user: user, config: try lab.writeDaemonConfig(user: user, transport: "tls", account: account))
         let failed = await waitUntil(seconds: 10) {
             lab.actionLog(of: user).contains { $0.action == "register" && $0.outcome == "failed" }
         }
@@ -86,5 +88,14 @@ struct SIPTLSFaultTests {
         let failures = try await refusedRegistrations(lab, user: "tlsexpired", caFile: try #require(lab.tls?.caFile))
         #expect(failures.count == 1, "a permanent failure is not retried: \(failures)")
         #expect(failures.first?.error?.contains("certificate expired on") == true, "\(failures)")
+    }
+
+    @Test func aCertificateWithoutTheExpectedNameIsRefusedOnceNamingWhy() async throws {
+        let lab = try await RegistrarLab.running(tls: .valid)
+        defer { lab.stop() }
+        let failures = try await refusedRegistrations(
+            lab, user: "tlsname", caFile: try #require(lab.tls?.caFile), serverName: "other.test")
+        #expect(failures.count == 1, "a permanent failure is not retried: \(failures)")
+        #expect(failures.first?.error?.contains("does not name other.test") == true, "\(failures)")
     }
 }

@@ -30,6 +30,12 @@ public struct SIPTLSSettings: Hashable, Sendable {
     }
 }
 
+/// The registrar's certificate, although signed by a trusted CA, does not carry the configured name.
+struct CertificateNameMismatch: Error {
+    var expected: String
+    var names: [String]
+}
+
 /// A TLS flow that cannot work until someone changes a certificate or a setting: retrying is
 /// pointless, so the agent reports it as a permanent failure naming what failed.
 struct SIPTLSFailure: Error, CustomStringConvertible {
@@ -71,8 +77,28 @@ enum SIPTLS {
         return (try? SocketAddress(ipAddress: host, port: 0)) == nil ? host : nil
     }
 
+    /// Whether a certificate naming `names` (its DNS names) is for `host`: equal ignoring case and
+    /// a trailing dot, or a `*.` wildcard standing for exactly one leftmost label.
+    static func names(_ names: [String], cover host: String) -> Bool {
+        func normal(_ name: String) -> String { (name.hasSuffix(".") ? String(name.dropLast()) : name).lowercased() }
+        let wanted = normal(host)
+        return names.map(normal).contains { name in
+            if name == wanted { return true }
+            guard name.hasPrefix("*."), let dot = wanted.firstIndex(of: ".") else { return false }
+            return wanted[dot...] == name.dropFirst(1) && wanted[..<dot].count > 0
+        }
+    }
+
+    /// The DNS names of `certificate`'s subject alternative names.
+    static func dnsNames(of certificate: NIOSSLCertificate) -> [String] {
+        certificate._subjectAlternativeNames().filter { $0.nameType == .dnsName }.map {
+            String(decoding: Array($0.contents), as: UTF8.self)
+        }
+    }
+
     /// Whether a failed handshake is the certificate's fault (permanent) rather than the network's.
     static func isCertificateFailure(_ error: any Error) -> Bool {
+        if error is CertificateNameMismatch { return true }
         if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname { return true }
         if case .handshakeFailed(let reason)? = error as? NIOSSLError {
             return "\(reason)".uppercased().contains("CERTIFICATE")
@@ -85,6 +111,10 @@ enum SIPTLS {
     static func explain(_ error: any Error, leaf: NIOSSLCertificate?, expected: String, trust: String) -> String {
         if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
             return "its certificate does not name \(expected)"
+        }
+        if let mismatch = error as? CertificateNameMismatch {
+            return
+                "its certificate does not name \(mismatch.expected) (it names \(mismatch.names.joined(separator: ", ")))"
         }
         let now = time(nil)
         if let leaf {
@@ -151,11 +181,28 @@ final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundOut = ByteBuffer
 
     let done: EventLoopPromise<Void>
+    /// The configured server name, which the certificate's DNS names must cover (NIO SSL also
+    /// accepts a certificate naming the peer's IP address, whatever name was configured).
+    let expectedName: String?
 
-    init(done: EventLoopPromise<Void>) { self.done = done }
+    init(done: EventLoopPromise<Void>, expectedName: String?) {
+        self.done = done
+        self.expectedName = expectedName
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .handshakeCompleted? = event as? TLSUserEvent { done.succeed() }
+        if case .handshakeCompleted? = event as? TLSUserEvent {
+            if let expectedName {
+                let leaf = try? context.pipeline.syncOperations.handler(type: NIOSSLClientHandler.self).peerCertificate
+                let names = leaf.map(SIPTLS.dnsNames) ?? []
+                guard SIPTLS.names(names, cover: expectedName) else {
+                    done.fail(CertificateNameMismatch(expected: expectedName, names: names))
+                    context.close(promise: nil)
+                    return
+                }
+            }
+            done.succeed()
+        }
         context.fireUserInboundEventTriggered(event)
     }
 

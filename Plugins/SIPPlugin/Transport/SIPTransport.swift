@@ -97,7 +97,7 @@ final class SIPTransport: Sendable {
                         let pipeline = channel.pipeline.syncOperations
                         if let context {
                             try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
-                            try pipeline.addHandler(TLSHandshakeWaiter(done: handshake))
+                            try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
                         }
                         try pipeline.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
                         try pipeline.addHandler(StreamInbound(callbacks))
