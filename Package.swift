@@ -151,7 +151,8 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
+            // ResilienceDaemon: ControlClient opens the idle control connections of the crowd test.
+            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", "ResilienceDaemon", log],
             swiftSettings: strictSettings
         ),
         .testTarget(
