@@ -73,7 +73,7 @@ public actor SIPUserAgent {
             // A flow that died on its own is reported as lost by its close callback, not closed here.
             if stale.isActive {
                 logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
-                await stale.close()
+                await stale.close(graceful: false)
             }
         }
         let task = Task { try await openFlow(local: local, remote: remote) }
@@ -163,7 +163,7 @@ public actor SIPUserAgent {
             logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
-            await current.close()
+            await current.close(graceful: false)
         }
     }
 

@@ -216,3 +216,19 @@ final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
         context.fireChannelInactive()
     }
 }
+
+/// Sits between the socket and the TLS handler: on ``Abort`` it closes the connection below TLS,
+/// skipping the close_notify exchange (for a flow whose local address is gone).
+final class TLSAbortHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = NIOAny
+
+    struct Abort {}
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        if event is Abort {
+            context.close(mode: .all, promise: promise)
+        } else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+        }
+    }
+}

@@ -96,6 +96,7 @@ final class SIPTransport: Sendable {
                     channel.eventLoop.makeCompletedFuture {
                         let pipeline = channel.pipeline.syncOperations
                         if let context {
+                            try pipeline.addHandler(TLSAbortHandler())
                             try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
                             try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
                         }
@@ -140,8 +141,13 @@ final class SIPTransport: Sendable {
     }
 
     /// Closes the flow on the owner's behalf (address change, shutdown): not a loss.
-    func close() async {
+    /// - Parameter graceful: false for a flow whose local address vanished: a TLS flow then
+    ///   closes its connection at once instead of waiting for a close_notify that cannot come.
+    func close(graceful: Bool = true) async {
         closedByOwner.withLock { $0 = true }
+        if !graceful, kind == .tls {
+            try? await channel.triggerUserOutboundEvent(TLSAbortHandler.Abort()).get()
+        }
         try? await channel.close()
     }
 
