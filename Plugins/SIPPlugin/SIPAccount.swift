@@ -27,8 +27,8 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var subscriptions: [SubscriptionTarget]
     /// Whether the account publishes its own presence (service `<name>.presence-publish`).
     public var publishesPresence: Bool
-    /// How often the flow to the registrar gets a keep-alive (see ``keepAliveInterval``).
-    public var keepAlive: KeepAliveSetting
+    /// How often the flow to the registrar gets a ping (see ``flowPingInterval``).
+    public var flowPing: FlowPingSetting
     /// Certificate checks of a `transport: tls` account (ignored otherwise).
     public var tls: SIPTLSSettings
 
@@ -37,7 +37,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
         subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
-        keepAlive: KeepAliveSetting = .transportDefault, tls: SIPTLSSettings = SIPTLSSettings()
+        flowPing: FlowPingSetting = .transportDefault, tls: SIPTLSSettings = SIPTLSSettings()
     ) {
         self.name = name
         self.registrarHost = registrarHost
@@ -53,16 +53,16 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.push = push
         self.subscriptions = subscriptions
         self.publishesPresence = publishesPresence
-        self.keepAlive = keepAlive
+        self.flowPing = flowPing
         self.tls = tls
     }
 
-    /// The keep-alive interval this account asks for: the transport's default (UDP 30 s, which
+    /// The flow-ping interval this account asks for: the transport's default (UDP 30 s, which
     /// outlives common NAT bindings; TCP 120 s, RFC 5626 §4.4.1's suggestion for streams), an
-    /// explicit one, or nil when keep-alives are off. A registrar's `Flow-Timer` overrides it
-    /// (see ``RegistrationStatus/keepAliveInterval``).
-    public var keepAliveInterval: Duration? {
-        switch keepAlive {
+    /// explicit one, or nil when flow pings are off. A registrar's `Flow-Timer` overrides it
+    /// (see ``RegistrationStatus/flowPingInterval``).
+    public var flowPingInterval: Duration? {
+        switch flowPing {
         case .transportDefault: transport == .udp ? .seconds(30) : .seconds(120)
         case .off: nil
         case .every(let interval): interval
@@ -82,7 +82,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Whether and how often an account keeps its flow alive.
-public enum KeepAliveSetting: Hashable, Sendable {
+public enum FlowPingSetting: Hashable, Sendable {
     /// UDP 30 s, TCP 120 s.
     case transportDefault
     case off

@@ -29,7 +29,7 @@ extension AccountReader {
     /// A `sips:` registrar means TLS (RFC 3261 §19.1): the scheme is dropped from the host, the
     /// transport becomes `tls` (a different `transport:` is an error), and without `port:` the
     /// port is 5061; so is a `transport: tls` account's.
-    func applySIPS(to account: inout SIPAccount, entries: [PolicyReader.Entry]) throws(PolicyFileError) {
+    func applySIPS(to account: inout SIPAccount, entries: [LocatedYAML.Entry]) throws(PolicyFileError) {
         if account.registrarHost.lowercased().hasPrefix("sips:") {
             account.registrarHost = String(account.registrarHost.dropFirst(5))
             if let transport = entries.first(where: { $0.key == "transport" }), account.transport != .tls {

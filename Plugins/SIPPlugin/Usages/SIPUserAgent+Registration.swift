@@ -31,30 +31,30 @@ public struct RegistrationStatus: Hashable, Sendable {
     public var expires: Int?
     /// Contacts of earlier addresses not yet removed.
     public var staleContacts: [String]
-    /// How often the flow needs a keep-alive: the registrar's `Flow-Timer` from the last 2xx
+    /// How often the flow needs a ping: the registrar's `Flow-Timer` from the last 2xx
     /// (RFC 5626 §5.4) when it sent one, else the account's setting; nil when the account turned
-    /// keep-alives off or nothing is registered.
-    public var keepAliveInterval: Duration?
+    /// flow pings off or nothing is registered.
+    public var flowPingInterval: Duration?
 
     public init(
-        contact: String? = nil, expires: Int? = nil, staleContacts: [String] = [], keepAliveInterval: Duration? = nil
+        contact: String? = nil, expires: Int? = nil, staleContacts: [String] = [], flowPingInterval: Duration? = nil
     ) {
         self.contact = contact
         self.expires = expires
         self.staleContacts = staleContacts
-        self.keepAliveInterval = keepAliveInterval
+        self.flowPingInterval = flowPingInterval
     }
 }
 
 extension SIPUserAgent {
     public var registrationStatus: RegistrationStatus {
         let registered = registration.granted != nil
-        let keepAlive = account.keepAliveInterval.map { setting in
+        let flowPing = account.flowPingInterval.map { setting in
             registration.flowTimer.map { Duration.seconds($0) } ?? setting
         }
         return RegistrationStatus(
             contact: registered ? registration.contact : nil, expires: registration.granted,
-            staleContacts: registration.staleContacts, keepAliveInterval: registered ? keepAlive : nil)
+            staleContacts: registration.staleContacts, flowPingInterval: registered ? flowPing : nil)
     }
 
     /// Whether push notification can wake this client (RFC 8599): false while no token is known,
@@ -93,15 +93,13 @@ extension SIPUserAgent {
             case 200..<300:
                 registration.outcomeUnknown = false
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
-                registration.flowTimer = response.headers["Flow-Timer"].flatMap { Int($0) }.flatMap {
-                    $0 > 0 ? $0 : nil
-                }
+                registration.flowTimer = response.flowTimer
                 registration.staleContacts.removeAll()
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
             case 423:
-                guard let raw = response.headers["Min-Expires"], let minimum = Int(raw), minimum > registration.expires
+                guard let minimum = response.minExpires, minimum > registration.expires
                 else { throw PluginError.permanent("423 without a usable Min-Expires") }
                 logger.notice("sip.min-expires", metadata: ["min-expires": "\(minimum)"])
                 registration.expires = minimum
@@ -180,11 +178,9 @@ extension SIPUserAgent {
     func grantedExpiry(in response: SIPMessage, for contact: String) -> Int? {
         let key = Self.bindingKey(contact)
         for value in response.headers.listValues("Contact") where Self.bindingKey(extractURI(value)) == key {
-            if let raw = SIPParameters.parse(afterFirstSemicolon: value)["expires"], let seconds = Int(raw) {
-                return seconds
-            }
+            if let seconds = SIPParameters.parse(afterFirstSemicolon: value).seconds("expires") { return seconds }
         }
-        return response.headers["Expires"].flatMap { Int($0) }
+        return response.expires
     }
 
     /// `user@host:port` lower-cased, the part of a Contact URI that identifies a binding.
@@ -197,11 +193,14 @@ extension SIPUserAgent {
     static func failure(_ response: SIPMessage, _ what: String) -> PluginError {
         let status = response.status ?? 0
         let reason: String
-        if case .response(_, let text) = response.startLine { reason = text } else { reason = "" }
-        let message = "\(what) failed: \(status) \(reason)"
-        let retryAfter = response.headers["Retry-After"].flatMap { raw in
-            Int(raw.prefix { $0.isASCIIDigit }).map { Duration.seconds($0) }
+        // The reason phrase is the peer's text: it reaches logs through the error, escaped.
+        if case .response(_, let text) = response.startLine {
+            reason = LogText.escaped(text, limit: 64)
+        } else {
+            reason = ""
         }
+        let message = "\(what) failed: \(status) \(reason)"
+        let retryAfter = response.retryAfter
         switch status {
         case 408, 480, 500..<600: return PluginError(message, isRetryable: true, retryAfter: retryAfter)
         default: return PluginError(message, isRetryable: false, retryAfter: retryAfter)

@@ -10,9 +10,9 @@ extension SIPUserAgent {
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
     /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
-    ///   unreachable, connection closed): retrying the keep-alive cannot help, the `flow.lost`
+    ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
-    public func sendKeepAlive(path: NetworkPath) async throws {
+    public func sendFlowPing(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
         let answered: Bool
         switch flow.kind {
@@ -21,10 +21,10 @@ extension SIPUserAgent {
         }
         guard answered else {
             let timeout = timers.pongTimeout
-            logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
+            logger.warning("sip.flow-ping-timeout", metadata: ["timeout": "\(timeout)"])
             // Not `close()`: abandoning reports the loss through the flow's close callback, once.
             await flow.abandon()
-            throw PluginError.permanent("keep-alive: no answer within \(timeout); flow closed and reported lost")
+            throw PluginError.permanent("flow ping: no answer within \(timeout); flow closed and reported lost")
         }
     }
 
@@ -39,19 +39,20 @@ extension SIPUserAgent {
         do {
             try await flow.send(bytes: Array("\r\n\r\n".utf8))
         } catch {
-            throw Self.flowGone(during: "CRLF keep-alive")
+            throw Self.flowGone(during: "CRLF flow ping")
         }
         if pongCount > pongsBefore { return true }
         let answered = await withCheckedContinuation { continuation in
             pongWaiter?.continuation.resume(returning: false)
             pongWaiter = (id, continuation)
+            let clock = self.clock
             Task { [weak self] in
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(for: timeout)
                 await self?.endPongWait(id: id, answered: false)
             }
         }
         // A flow that closed while waiting was reported by its close callback already.
-        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF keep-alive") }
+        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF flow ping") }
         return answered
     }
 
@@ -66,10 +67,12 @@ extension SIPUserAgent {
         request.headers.add("Call-ID", randomToken())
         request.headers.add("CSeq", "1 OPTIONS")
         request.headers.add("User-Agent", "NetResilience")
-        let (options, table, timers) = (request, self.table, self.timers)
-        let attempt = Task { try await runNonInviteTransaction(options, over: flow, table: table, timers: timers) }
+        let (options, table, timers, clock) = (request, self.table, self.timers, self.clock)
+        let attempt = Task {
+            try await runNonInviteTransaction(options, over: flow, table: table, timers: timers, clock: clock)
+        }
         let limit = Task {
-            try await Task.sleep(for: timers.pongTimeout)
+            try await clock.sleep(for: timers.pongTimeout)
             attempt.cancel()
         }
         defer { limit.cancel() }
@@ -79,7 +82,7 @@ extension SIPUserAgent {
             } onCancel: {
                 attempt.cancel()
             }
-            logger.debug("sip.keep-alive-answered", metadata: ["status": "\(response.status ?? 0)"])
+            logger.debug("sip.flow-ping-answered", metadata: ["status": "\(response.status ?? 0)"])
             return true
         } catch  where Task.isCancelled {
             throw CancellationError()
@@ -87,7 +90,7 @@ extension SIPUserAgent {
             // A cut-off transaction ends as a timeout or, its stream finished, as "flow closed";
             // only a flow that is really gone (ECONNREFUSED, a close) is one, and its close
             // callback reported the loss already.
-            if !flow.isActive { throw Self.flowGone(during: "OPTIONS keep-alive") }
+            if !flow.isActive { throw Self.flowGone(during: "OPTIONS flow ping") }
             return false
         }
     }
