@@ -131,6 +131,25 @@ enum SIPTLS {
 }
 
 extension SIPTLS {
+    /// Waits for `channel`'s handshake; on failure closes it and throws, for a certificate the
+    /// client must not trust, a ``SIPTLSFailure`` saying why (see ``explain(_:leaf:expected:trust:)``).
+    static func verify(
+        _ channel: any Channel, handshake: EventLoopPromise<Void>, local: SocketAddress, remote: SocketAddress,
+        serverName: String?, tls: SIPTLSSettings
+    ) async throws {
+        do {
+            try await handshake.futureResult.get()
+        } catch {
+            try? await channel.close()
+            guard isCertificateFailure(error) else { throw error }
+            let leaf = await offeredLeaf(local: local, remote: remote, serverName: serverName)
+            let why = explain(
+                error, leaf: leaf, expected: serverName ?? remote.ipAddress ?? "\(remote)",
+                trust: tls.caFile.map { "CA file \($0)" } ?? "the system trust store")
+            throw SIPTLSFailure(description: "TLS: registrar \(remote) refused: \(why)")
+        }
+    }
+
     /// The leaf certificate `remote` offers, fetched by a handshake that verifies nothing and is
     /// aborted as soon as the certificate arrived; only used to explain a refusal. Nil when none
     /// arrives within 5 s.

@@ -90,36 +90,32 @@ final class SIPTransport: Sendable {
             }
         case .tcp, .tls:
             let context = kind == .tls ? try SIPTLS.context(tls) : nil
-            let handshake = group.any().makePromise(of: Void.self)
-            channel = try await ClientBootstrap(group: group)
-                .connectTimeout(.seconds(5))
-                .bind(to: local)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        let pipeline = channel.pipeline.syncOperations
-                        if let context {
-                            try pipeline.addHandler(TLSAbortHandler())
-                            try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
-                            try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
+            // Created only for TLS, and completed on every path (NIO traps on a leaked promise).
+            let handshake = context.map { _ in group.any().makePromise(of: Void.self) }
+            do {
+                channel = try await ClientBootstrap(group: group)
+                    .connectTimeout(.seconds(5))
+                    .bind(to: local)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            let pipeline = channel.pipeline.syncOperations
+                            if let context, let handshake {
+                                try pipeline.addHandler(TLSAbortHandler())
+                                try pipeline.addHandler(
+                                    NIOSSLClientHandler(context: context, serverHostname: serverName))
+                                try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
+                            }
+                            try addStreamHandlers(to: pipeline, callbacks)
                         }
-                        try addStreamHandlers(to: pipeline, callbacks)
                     }
-                }
-                .connect(to: remote).get()
-            if context != nil {
-                do {
-                    try await handshake.futureResult.get()
-                } catch {
-                    try? await channel.close()
-                    guard SIPTLS.isCertificateFailure(error) else { throw error }
-                    let leaf = await SIPTLS.offeredLeaf(local: local, remote: remote, serverName: serverName)
-                    let why = SIPTLS.explain(
-                        error, leaf: leaf, expected: serverName ?? remote.ipAddress ?? "\(remote)",
-                        trust: tls.caFile.map { "CA file \($0)" } ?? "the system trust store")
-                    throw SIPTLSFailure(description: "TLS: registrar \(remote) refused: \(why)")
-                }
-            } else {
-                handshake.succeed()
+                    .connect(to: remote).get()
+            } catch {
+                handshake?.fail(error)
+                throw error
+            }
+            if let handshake {
+                try await SIPTLS.verify(
+                    channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
             }
         }
         let transport = SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
