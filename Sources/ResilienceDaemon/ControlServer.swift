@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import ResilienceCore
 public import ServiceLifecycle
+internal import Synchronization
 
 /// The unix stream control socket of `netres run`: one command per line, one reply per command.
 ///
@@ -56,52 +57,28 @@ public struct ControlServer: Service {
     public func run() async throws {
         let server = try await bind()
         defer { unlink(path) }
-        let table = ConnectionTable()
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        var refused = 0
-                        for try await connection in connections {
-                            if let why = refusal(of: connection.peer) {
-                                refused += 1
-                                // The first ten, then one per hundred: a flood is not a log flood.
-                                if refused <= 10 || refused % 100 == 0 {
-                                    let peer = connection.peer.map(\.description) ?? "unknown"
-                                    logger.warning(
-                                        "control: refused a connection",
-                                        metadata: [
-                                            "peer": "\(peer)", "reason": "\(why)", "refused.total": "\(refused)",
-                                        ])
-                                }
-                                group.addTask { await refuse(connection.channel, why) }
-                                continue
-                            }
-                            let (id, evicted, evictions) = table.admit(
-                                connection.channel.channel, cap: limits.maxConnections)
-                            if let evicted {
-                                evicted.close(promise: nil)
-                                // Logged once per hundred, so a client flood is not a log flood.
-                                if evictions % 100 == 1 {
-                                    logger.notice(
-                                        "control: too many connections, closed the one idle the longest",
-                                        metadata: ["limit": "\(limits.maxConnections)", "closed.total": "\(evictions)"])
-                                }
-                            }
-                            group.addTask {
-                                defer { table.remove(id) }
-                                try? await serve(connection.channel, id: id, table: table)
-                            }
-                        }
-                    }
-                }
+        let stopping = Atomic<Bool>(false)
+        let stop: @Sendable () -> Void = {
+            stopping.store(true, ordering: .releasing)
+            server.channel.close(promise: nil)
+        }
+        // The accept loop runs in a task of its own, which cancellation never reaches: NIO drops
+        // the connections still buffered in a cancelled stream without finishing them, and traps.
+        // Shutdown and cancellation close the listening socket instead; the loop then closes what
+        // was buffered, ends the open connections and returns.
+        let loop = Task { await acceptLoop(server, stopping: stopping) }
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await loop.value
+            } onGracefulShutdown: {
+                stop()
             }
-        } catch is CancellationError {
-            // Graceful shutdown: stop serving quietly.
+        } onCancel: {
+            stop()
         }
     }
 
-    private func refusal(of peer: ControlAccess.Peer?) -> String? {
+    func refusal(of peer: ControlAccess.Peer?) -> String? {
         guard let peer else { return "the peer's credentials cannot be read" }
         return access.refusal(of: peer) { ControlAccess.groups(ofUser: peer.uid) }
     }
@@ -143,7 +120,7 @@ public struct ControlServer: Service {
 
     /// Writes the refusal, half-closes, and discards what the peer still sends (bounded by
     /// ``refusedDrain``) so that closing does not reset the connection before it reads why.
-    private func refuse(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, _ why: String) async {
+    func refuse(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, _ why: String) async {
         try? await connection.executeThenClose { inbound, outbound in
             try await outbound.write(ByteBuffer(string: "error: refused: \(why)\n"))
             outbound.finish()
@@ -162,7 +139,7 @@ public struct ControlServer: Service {
         }
     }
 
-    private func serve(
+    func serve(
         _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, id: Int, table: ConnectionTable
     ) async throws {
         try await connection.executeThenClose { inbound, outbound in

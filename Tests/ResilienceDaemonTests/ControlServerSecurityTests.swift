@@ -99,7 +99,11 @@ struct ControlServerSecurityTests {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
     }
 
-    @Test func twoThousandIdleClientsNeitherExhaustDescriptorsNorLockOutCtl() async throws {
+    /// Ten times the cap, in the test process whose event loops other suites share; the 2,000
+    /// of the issue run against the built daemon in `ControlSocketFaultTests`.
+    static let crowd = 600
+
+    @Test func manyIdleClientsNeitherExhaustDescriptorsNorLockOutCtl() async throws {
         OpenFileLimit.raiseToHard()
         let scratch = Scratch()
         let server = ControlServer(path: scratch.socket, limits: .init(maxConnections: 64)) { "ok \($0)\n" }
@@ -108,21 +112,21 @@ struct ControlServerSecurityTests {
             let clients = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
                     continuation.resume(
-                        returning: (0..<2000).compactMap { _ in
+                        returning: (0..<Self.crowd).compactMap { _ in
                             try? ControlClient.connect(socket: scratch.socket, timeoutSeconds: 5)
                         })
                 }
             }
             defer { for fd in clients { close(fd) } }
-            #expect(clients.count == 2000)
+            #expect(clients.count == Self.crowd)
             #expect(try await ask("status", scratch.socket) == "ok status\n")
-            // Without the cap the server would hold one descriptor per client (2,000 more).
+            // Without the cap the server would hold one descriptor per client (600 more).
             var held = openDescriptors() - before - clients.count
-            for _ in 0..<100 where held > 200 {  // evictions close asynchronously: up to 2 s
+            for _ in 0..<100 where held > 150 {  // evictions close asynchronously: up to 2 s
                 try await Task.sleep(for: .milliseconds(20))
                 held = openDescriptors() - before - clients.count
             }
-            #expect(held <= 200, "the server holds \(held) descriptors for 2,000 clients")
+            #expect(held <= 150, "the server holds \(held) descriptors for \(Self.crowd) clients")
         }
     }
 
