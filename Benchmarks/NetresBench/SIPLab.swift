@@ -82,7 +82,7 @@ final class SIPLab {
         }
         let path = directory.appendingPathComponent("kamailio.cfg").path
         try config.write(toFile: path, atomically: true, encoding: .utf8)
-        try tls?.kamailioConfig.write(
+        try tls?.kamailioConfig().write(
             to: directory.appendingPathComponent("tls.cfg"), atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: controlSocket)
         try start(

@@ -23,6 +23,9 @@ public struct TestCertificates: Sendable {
     public let otherCAFile: String
     public let serverCertificate: String
     public let serverKey: String
+    /// A client certificate (CN `netres-client`, clientAuth) and its key, signed by the CA.
+    public let clientCertificate: String
+    public let clientKey: String
 
     /// - Throws: ``ChildProcess/SpawnFailed`` when openssl is missing, fails or hangs (20 s each).
     public init(folder: String, serverName: String, serverAddress: String, validity: Validity) throws {
@@ -31,6 +34,8 @@ public struct TestCertificates: Sendable {
         otherCAFile = folder + "/other-ca.pem"
         serverCertificate = folder + "/server.pem"
         serverKey = folder + "/server.key"
+        clientCertificate = folder + "/client.pem"
+        clientKey = folder + "/client.key"
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         for (name, cn) in [("ca", "netres test CA"), ("other-ca", "netres untrusted CA")] {
             try Self.run(
@@ -49,16 +54,24 @@ public struct TestCertificates: Sendable {
             "-CAcreateserial", "-out", serverCertificate, "-days", validity == .valid ? "2" : "-1",
             "-extfile", "\(folder)/server.ext",
         ])
+        try Self.run(
+            ["req"] + curve + ["-keyout", clientKey, "-out", "\(folder)/client.csr", "-subj", "/CN=netres-client"])
+        try "extendedKeyUsage=clientAuth\n".write(toFile: "\(folder)/client.ext", atomically: true, encoding: .utf8)
+        try Self.run([
+            "x509", "-req", "-in", "\(folder)/client.csr", "-CA", caFile, "-CAkey", "\(folder)/ca.key",
+            "-CAcreateserial", "-out", clientCertificate, "-days", "2", "-extfile", "\(folder)/client.ext",
+        ])
     }
 
-    /// The `tls.cfg` of Kamailio's tls module serving the server certificate (TLS 1.2+, no client
-    /// certificate asked for).
-    public var kamailioConfig: String {
+    /// The `tls.cfg` of Kamailio's tls module serving the server certificate (TLS 1.2+); with
+    /// `requireClient`, a client must present a certificate signed by the CA.
+    public func kamailioConfig(requireClient: Bool = false) -> String {
         """
         [server:default]
         method = TLSv1.2+
-        verify_certificate = no
-        require_certificate = no
+        verify_certificate = \(requireClient ? "yes" : "no")
+        require_certificate = \(requireClient ? "yes" : "no")
+        \(requireClient ? "ca_list = \(caFile)" : "")
         private_key = \(serverKey)
         certificate = \(serverCertificate)
 

@@ -13,9 +13,10 @@ import Testing
 struct SIPTLSFaultTests {
     /// The account lines trusting `caFile`, checking the name the lab's certificate carries.
     static func account(
-        caFile: String, serverName: String = RegistrarTLS.serverName, subscriptions: Bool = false
+        caFile: String, serverName: String = RegistrarTLS.serverName, subscriptions: Bool = false,
+        client: String? = nil
     ) -> [String] {
-        ["tls: { ca-file: \(caFile), server-name: \(serverName) }"]
+        ["tls: { ca-file: \(caFile), server-name: \(serverName)\(client.map { ", " + $0 } ?? "") }"]
             + (subscriptions ? ["subscriptions: [{ package: reg }]"] : [])
     }
 
@@ -98,5 +99,23 @@ struct SIPTLSFaultTests {
             lab, user: "tlsname", caFile: try #require(lab.tls?.caFile), serverName: "other.test")
         #expect(failures.count == 1, "a permanent failure is not retried: \(failures)")
         #expect(failures.first?.error?.contains("does not name other.test") == true, "\(failures)")
+    }
+
+    @Test func aRegistrarAskingForAClientCertificateGetsTheConfiguredOne() async throws {
+        let lab = try await RegistrarLab.running(tls: .validRequiringClientCertificate)
+        defer { lab.stop() }
+        let tls = try #require(lab.tls)
+        let with = Self.account(caFile: tls.caFile, client: tls.clientCertificateLines)
+        try lab.startClient(
+            user: "tlsclient", config: try lab.writeDaemonConfig(user: "tlsclient", transport: "tls", account: with))
+        try lab.startClient(
+            user: "tlsnocert",
+            config: try lab.writeDaemonConfig(
+                user: "tlsnocert", transport: "tls", account: Self.account(caFile: tls.caFile)))
+        #expect(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: "tlsclient").isEmpty })
+        // Without one the registrar ends each connection (under TLS 1.3 after the client's side of
+        // the handshake completed, so the client sees a lost flow, retried with backoff): never bound.
+        try await Task.sleep(for: .seconds(3))
+        #expect(lab.lines("REGISTERED", user: "tlsnocert").isEmpty, "\(lab.actionLog(of: "tlsnocert"))")
     }
 }
