@@ -89,10 +89,13 @@ enum SIPTLS {
         }
     }
 
-    /// The DNS names of `certificate`'s subject alternative names.
+    /// The DNS names of `certificate`'s subject alternative names, as they may be logged: the
+    /// first 16, each cut to 253 bytes, anything but printable ASCII shown as `?` (the certificate
+    /// comes from the wire).
     static func dnsNames(of certificate: NIOSSLCertificate) -> [String] {
-        certificate._subjectAlternativeNames().filter { $0.nameType == .dnsName }.map {
-            String(decoding: Array($0.contents), as: UTF8.self)
+        certificate._subjectAlternativeNames().lazy.filter { $0.nameType == .dnsName }.prefix(16).map {
+            String(
+                decoding: Array($0.contents).prefix(253).map { (0x21...0x7e).contains($0) ? $0 : 0x3f }, as: UTF8.self)
         }
     }
 
