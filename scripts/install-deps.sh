@@ -5,6 +5,7 @@
 #                                  veth, ifb, netem), Kamailio with presence and TLS modules, sipp, tcpdump,
 #                                  openssl (test certificates), util-linux (setpriv: a second user),
 #                                  baresip (the peer client of `netres-bench sip-recovery`)
+#   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
 
@@ -15,7 +16,8 @@ test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-m
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;
     test) wanted=("${run_packages[@]}" "${test_packages[@]}") ;;
-    *) echo "usage: $0 run|test" >&2; exit 2 ;;
+    install) wanted=("${run_packages[@]}" man-db) ;;
+    *) echo "usage: $0 run|test|install" >&2; exit 2 ;;
 esac
 
 missing=()
