@@ -65,7 +65,7 @@ public actor SIPUserAgent {
         let lent = LentClock(clock)
         self.clock = lent
         self.throttledLog = ThrottledLog(logger: logger, clock: lent)
-        self.serverTransactions = ServerTransactionTable(timers: timers)
+        self.serverTransactions = ServerTransactionTable(timers: timers, clock: lent)
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))

@@ -32,6 +32,14 @@ public import UnixSignals
 public final class Daemon: Sendable {
     public typealias Output = @Sendable (String) async -> Void
 
+    /// The longest a graceful stop takes, from SIGTERM to the return of ``stop()``, whatever the
+    /// registrar does (a running hook may add its own timeout, see ``stop()``). It is spent as:
+    /// teardown (unsubscribe, unregister) ``teardownTimeout``, the plugins' stop (closing flows)
+    /// ``pluginStopTimeout``, and the rest (control socket, event log, netlink) in what remains.
+    public static let shutdownBound: Duration = .seconds(5)
+    public static let teardownTimeout: Duration = .seconds(4)
+    public static let pluginStopTimeout: Duration = .milliseconds(500)
+
     public let config: DaemonConfig
     public let plugin: SIPPlugin
     public let manager: ResilienceManager
@@ -55,7 +63,8 @@ public final class Daemon: Sendable {
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
-        config: DaemonConfig, source: (any NetworkEventSource)? = nil, shutdownTimeout: Duration = .seconds(5),
+        config: DaemonConfig, source: (any NetworkEventSource)? = nil,
+        shutdownTimeout: Duration = Daemon.teardownTimeout,
         environment: [String: String] = SystemdNotifier.processEnvironment, output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
@@ -87,7 +96,10 @@ public final class Daemon: Sendable {
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
-            configuration: .init(shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory), logger: logger)
+            configuration: .init(
+                shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
+                pluginShutdownTimeout: Self.pluginStopTimeout),
+            logger: logger)
         self.systemd = SystemdNotifier(environment: environment)
         self.events = manager.events()
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
@@ -208,11 +220,13 @@ struct EventFollower: Service {
         switch (service.kind, event.action.kind) {
         case (.registration, .register), (.registration, .refreshRegistration):
             let status = await agent.registrationStatus
-            updated.expires = status.expires.map { event.at + .seconds($0) }
+            updated.expires = status.expires.map { event.at.adding(clamped: .clampedSeconds($0)) }
             // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
             updated.flowPingInterval = status.flowPingInterval
         case (.subscription, .subscribe), (.subscription, .refreshSubscription):
-            updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
+            updated.expires = await agent.subscriptionStatus(id).expires.map {
+                event.at.adding(clamped: .clampedSeconds($0))
+            }
         case (.registration, .unregister):
             updated.expires = nil
             updated.flowPingInterval = nil

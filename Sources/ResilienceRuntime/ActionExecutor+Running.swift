@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
@@ -159,8 +160,17 @@ extension ActionExecutor {
         again.attempt += 1
         again.isRetry = true
         if pathSatisfied || isLocal(queued.action) {
-            let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
-            again.notBefore = now + delay
+            if let asked = error.retryAfter, asked > configuration.backoff.maximum {
+                logger.notice(
+                    "retry-after capped at the backoff maximum",
+                    metadata: [
+                        "service.id": "\(queued.action.service)", "retry-after": "\(asked)",
+                        "capped": "\(configuration.backoff.maximum)",
+                    ])
+            }
+            let delay = configuration.backoff.retryDelay(
+                afterFailures: slot.failures, retryAfter: error.retryAfter, using: &random)
+            again.notBefore = now.adding(clamped: delay)
         } else {
             again.notBefore = nil
         }

@@ -37,6 +37,26 @@ struct SIPRegistrarFaultTests {
         #expect(failures.allSatisfy { $0.error?.contains("503") == true }, "errors: \(failures.map(\.error))")
     }
 
+    /// A 503 with `Retry-After: 9223372036854775807` trapped the daemon about a second later
+    /// (a crash loop under `Restart=on-failure`). Now the process lives on, answers `ctl`, and
+    /// does not retry before its backoff (the cap itself is checked in DaemonHostileRegistrarTests).
+    @Test func aRetryAfterOfInt64MaxLeavesTheDaemonAlive() async throws {
+        let user = "hostile1"
+        let lab = try await RegistrarLab.running()
+        defer { lab.stop() }
+        let pid = try lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
+        try #require(await waitUntil(seconds: 10) { !registerAttempts(lab, user: user).isEmpty })
+        let failed = await waitUntil(seconds: 5) { lab.actionLog(of: user).contains { $0.outcome == "retrying" } }
+        try await Task.sleep(for: .seconds(3))
+        var status: Int32 = 0
+        #expect(waitpid(pid, &status, WNOHANG) == 0, "netres exited (status \(status)) after the 503")
+        let reply = try await lab.run(
+            in: lab.client, [RegistrarLab.netres, "ctl", "--socket", lab.controlSocket(of: user), "status"])
+        #expect(reply.status == 0 && reply.output.contains("service \(user).registration"), "ctl: \(reply.output)")
+        #expect(failed, "no retrying registration logged: \(lab.actionLog(of: user))")
+        #expect(registerAttempts(lab, user: user).count == 1, "retried before the backoff")
+    }
+
     @Test func aRestartedRegistrarHasLostItsBindings() async throws {
         let lab = try await RegistrarLab.registered("amnesia")
         defer { lab.stop() }
