@@ -30,8 +30,8 @@ extension AccountReader {
     /// transport becomes `tls` (a different `transport:` is an error), and without `port:` the
     /// port is 5061; so is a `transport: tls` account's.
     func applySIPS(to account: inout SIPAccount, entries: [LocatedYAML.Entry]) throws(PolicyFileError) {
-        if account.registrarHost.lowercased().hasPrefix("sips:") {
-            account.registrarHost = String(account.registrarHost.dropFirst(5))
+        if account.registrarHost != Self.withoutSIPS(account.registrarHost) {
+            account.registrarHost = Self.withoutSIPS(account.registrarHost)
             if let transport = entries.first(where: { $0.key == "transport" }), account.transport != .tls {
                 throw reader.fail(
                     .contradiction, at: transport.value,
@@ -41,5 +41,10 @@ extension AccountReader {
             account.transport = .tls
         }
         if !entries.contains(where: { $0.key == "port" }) { account.registrarPort = account.transport.defaultPort }
+    }
+
+    /// `registrar` without a leading `sips:` (any case): the host the grammar checks.
+    static func withoutSIPS(_ registrar: String) -> String {
+        registrar.lowercased().hasPrefix("sips:") ? String(registrar.dropFirst(5)) : registrar
     }
 }

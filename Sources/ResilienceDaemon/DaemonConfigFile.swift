@@ -179,7 +179,7 @@ struct AccountReader {
         }
         let name = try text("name")
         var account = SIPAccount(
-            name: name, registrarHost: try text("registrar", SIPGrammar.hostProblem),
+            name: name, registrarHost: try text("registrar") { SIPGrammar.hostProblem(Self.withoutSIPS($0)) },
             user: try text("user", SIPGrammar.userProblem), domain: try text("domain", SIPGrammar.hostProblem),
             password: "")
         var push: PushConfig?

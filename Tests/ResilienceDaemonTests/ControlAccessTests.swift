@@ -19,13 +19,12 @@ import Testing
     }
 
     @Test func theConfigNamesAnExistingGroupOrFailsAtItsLine() throws {
-        let config = try DaemonConfigFile.parse(
-            "control-group: root\naccounts: []\n", file: "/etc/netres/netres.yaml", directory: "/etc/netres")
+        let config = try configWithoutAccounts(
+            "control-group: root\n", file: "/etc/netres/netres.yaml", directory: "/etc/netres")
         #expect(config.controlGroup == 0)
         let error = #expect(throws: PolicyFileError.self) {
-            try DaemonConfigFile.parse(
-                "accounts: []\ncontrol-group: no-such-group-here\n", file: "/etc/netres/netres.yaml",
-                directory: "/etc/netres")
+            try configWithoutAccounts(
+                "\ncontrol-group: no-such-group-here\n", file: "/etc/netres/netres.yaml", directory: "/etc/netres")
         }
         #expect(error?.line == 2)
         #expect(error.map { "\($0)" }?.contains("no-such-group-here") == true)

@@ -13,8 +13,8 @@ struct DaemonInstanceLockTests {
     var socket: String { directory + "/ctl.sock" }
 
     func makeDaemon() throws -> Daemon {
-        let config = try DaemonConfigFile.parse(
-            "control-socket: ctl.sock\naccounts: []\n", file: directory + "/netres.yaml", directory: directory)
+        let config = try configWithoutAccounts(
+            "control-socket: ctl.sock\n", file: directory + "/netres.yaml", directory: directory)
         var logger = Logger(label: "lock-test")
         logger.logLevel = .critical
         return try Daemon(config: config, source: ScriptedNetworkSource(), output: { _ in }, logger: logger)
