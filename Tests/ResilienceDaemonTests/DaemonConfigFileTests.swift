@@ -69,7 +69,7 @@ struct DaemonConfigFileTests {
         ("no password", account(""), .contradiction, 2, 5, "exactly one"),
         ("unreadable password file", account("password-file: /nonexistent/pw\n"), .unreadable, 6, 20, "cannot read"),
         ("bad duration", "hold-down: 5\naccounts: []\n", .wrongType, 1, 12, "must be a duration"),
-        ("unknown transport", account("password: x\n    transport: tls\n"), .unknownName, 7, 16, "transport"),
+        ("unknown transport", account("password: x\n    transport: tlss\n"), .unknownName, 7, 16, "transport"),
         (
             "unknown package", account("password: x\n    subscriptions: [{ package: presense-others }]\n"),
             .unknownName, 7, 32, "did you mean \"presence-others\"?"
