@@ -6,8 +6,7 @@ import ResilienceTesting
 /// A plugin that does nothing, so the figures are the runtime's own cost.
 private struct NullPlugin: ResiliencePlugin {
     let id = "null"
-    let supportedActions = Set(ActionKind.builtIn)
-    func handles(_ service: ServiceID) -> Bool { true }
+    func performs(_ kind: ActionKind, for service: ServiceID) -> Bool { true }
     func perform(_ action: PlannedAction, context: PluginContext) async throws {}
 }
 
@@ -42,7 +41,7 @@ private func format(_ value: Double) -> String {
 }
 
 /// Prints the runtime figures BENCHMARKS.md quotes: executor overhead per decision and per
-/// action, throughput of 10,000 services reacting to one restore, and keep-alive wake-ups per
+/// action, throughput of 10,000 services reacting to one restore, and scheduler wake-ups per
 /// hour for 100 background services (computed on a manual clock, so exact).
 func runRuntimeBenchmarks() async {
     let count = 10_000
@@ -93,7 +92,7 @@ func runRuntimeBenchmarks() async {
 private func keepAliveWakeUps(background: Bool) async {
     let clock = ManualClock()
     let (stream, continuation) = AsyncStream<[ServiceID]>.makeStream()
-    let scheduler = KeepAliveScheduler(clock: clock, onDue: { refresh, _ in continuation.yield(refresh) })
+    let scheduler = WakeUpScheduler(clock: clock, onDue: { refresh, _ in continuation.yield(refresh) })
     await scheduler.setAppState(background ? .background : .foreground)
     let lifetime = Duration.seconds(3600)
     for i in 0..<100 {
@@ -112,6 +111,6 @@ private func keepAliveWakeUps(background: Bool) async {
     let wakeUps = await scheduler.wakeUps
     let perHour = Double(wakeUps) / Double(hours)
     print(
-        "keep-alive (\(background ? "background" : "foreground")): 100 services, \(format(perHour)) wake-ups/h"
+        "wake-ups (\(background ? "background" : "foreground")): 100 services, \(format(perHour)) wake-ups/h"
             + " (\(wakeUps) in \(hours) h, \(refreshes) refreshes; one timer per service: 100/h)")
 }

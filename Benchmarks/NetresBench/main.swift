@@ -3,7 +3,7 @@
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
 //   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL]
 //                                                   SIP recovery vs floor and baresip (root)
-//   netres-bench runtime                            executor and keep-alive figures (RuntimeBenchmarks.swift)
+//   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 import Foundation
 
 let arguments = Array(CommandLine.arguments.dropFirst())

@@ -16,7 +16,8 @@ public import ResilienceCore
 /// next drain.
 public final class HTTPGatePlugin: ResiliencePlugin {
     public let id = "http"
-    public let supportedActions: Set<ActionKind> = [.drainHTTP, .openHTTP]
+    /// The actions a gate carries out.
+    public static let actions: Set<ActionKind> = [.drainHTTP, .openHTTP]
     private let gates: [ServiceID: HTTPGate]
     private let sleep: @Sendable (ContinuousClock.Instant) async throws -> Void
 
@@ -34,7 +35,10 @@ public final class HTTPGatePlugin: ResiliencePlugin {
         gates.keys.sorted().map { ClientService(id: $0, kind: .http) }
     }
 
-    public func handles(_ service: ServiceID) -> Bool { gates[service] != nil }
+    /// Draining and opening, for the services it has a gate for.
+    public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        Self.actions.contains(kind) && gates[service] != nil
+    }
 
     /// The gate of a service.
     public func gate(for service: ServiceID) -> HTTPGate? { gates[service] }

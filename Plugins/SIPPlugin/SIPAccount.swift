@@ -27,15 +27,15 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var subscriptions: [SubscriptionTarget]
     /// Whether the account publishes its own presence (service `<name>.presence-publish`).
     public var publishesPresence: Bool
-    /// How often the flow to the registrar gets a keep-alive (see ``keepAliveInterval``).
-    public var keepAlive: KeepAliveSetting
+    /// How often the flow to the registrar gets a ping (see ``flowPingInterval``).
+    public var flowPing: FlowPingSetting
 
     public init(
         name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
         subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
-        keepAlive: KeepAliveSetting = .transportDefault
+        flowPing: FlowPingSetting = .transportDefault
     ) {
         self.name = name
         self.registrarHost = registrarHost
@@ -51,15 +51,15 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.push = push
         self.subscriptions = subscriptions
         self.publishesPresence = publishesPresence
-        self.keepAlive = keepAlive
+        self.flowPing = flowPing
     }
 
-    /// The keep-alive interval this account asks for: the transport's default (UDP 30 s, which
+    /// The flow-ping interval this account asks for: the transport's default (UDP 30 s, which
     /// outlives common NAT bindings; TCP 120 s, RFC 5626 §4.4.1's suggestion for streams), an
-    /// explicit one, or nil when keep-alives are off. A registrar's `Flow-Timer` overrides it
-    /// (see ``RegistrationStatus/keepAliveInterval``).
-    public var keepAliveInterval: Duration? {
-        switch keepAlive {
+    /// explicit one, or nil when flow pings are off. A registrar's `Flow-Timer` overrides it
+    /// (see ``RegistrationStatus/flowPingInterval``).
+    public var flowPingInterval: Duration? {
+        switch flowPing {
         case .transportDefault: transport == .udp ? .seconds(30) : .seconds(120)
         case .off: nil
         case .every(let interval): interval
@@ -79,7 +79,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Whether and how often an account keeps its flow alive.
-public enum KeepAliveSetting: Hashable, Sendable {
+public enum FlowPingSetting: Hashable, Sendable {
     /// UDP 30 s, TCP 120 s.
     case transportDefault
     case off

@@ -60,22 +60,21 @@ public final class SIPPlugin: ResiliencePlugin {
         self.routes = routes
     }
 
-    public var supportedActions: Set<ActionKind> {
-        [
-            .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .keepAlive,
-            .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
-        ]
-    }
+    /// The actions the SIP plugin carries out (for the services of its accounts).
+    public static let actions: Set<ActionKind> = [
+        .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
+        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
+    ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
-    /// the account's keep-alive interval (one ping per flow); a registrar's `Flow-Timer` shows in
-    /// ``RegistrationStatus/keepAliveInterval`` once registered.
+    /// the account's flow-ping interval (one ping per flow); a registrar's `Flow-Timer` shows in
+    /// ``RegistrationStatus/flowPingInterval`` once registered.
     public var services: [ClientService] {
         accounts.flatMap { account in
             [
                 ClientService(
                     id: account.registrationService, kind: .registration, account: account.name,
-                    keepAliveInterval: account.keepAliveInterval)
+                    flowPingInterval: account.flowPingInterval)
             ]
                 + account.subscriptions.map {
                     ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
@@ -86,7 +85,10 @@ public final class SIPPlugin: ResiliencePlugin {
         }
     }
 
-    public func handles(_ service: ServiceID) -> Bool { routes[service] != nil }
+    /// Its SIP actions, for the services of its accounts.
+    public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        Self.actions.contains(kind) && routes[service] != nil
+    }
 
     /// The user agent of an account (for status and tests).
     public func agent(for account: String) -> SIPUserAgent? { agents[account] }
@@ -103,7 +105,7 @@ public final class SIPPlugin: ResiliencePlugin {
             case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
             case .unregister: try await agent.unregister(path: context.path)
             case .closeStaleTransports: await agent.closeStaleTransports(path: context.path)
-            case .keepAlive: try await agent.sendKeepAlive(path: context.path)
+            case .pingFlow: try await agent.sendFlowPing(path: context.path)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }
         case .subscription(let name, let target):

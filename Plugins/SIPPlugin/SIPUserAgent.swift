@@ -22,7 +22,7 @@ public actor SIPUserAgent {
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
     var publication: PublicationState?
-    /// The keep-alive waiting for its pong, tagged so a stale timeout cannot end a newer one.
+    /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
     var pongGeneration: UInt64 = 0
     var pongCount: UInt64 = 0
@@ -35,7 +35,7 @@ public actor SIPUserAgent {
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
 
     /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
-    ///   unreachable, an unanswered keep-alive) with the services whose server-side state rode on
+    ///   unreachable, an unanswered flow ping) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,

@@ -38,12 +38,14 @@ public final class NetlinkMonitor: NetworkEventSource {
 
     /// - Parameters:
     ///   - filter: interfaces that count for the path (events are reported for all).
-    ///   - holdDown: how long a loss must last before `lost` is reported (0 reports at once).
+    ///   - holdDown: how long a loss must last before `lost` is reported (0, the default, reports
+    ///     at once). Leave it 0 when the monitor feeds a `ResilienceManager`: the manager applies
+    ///     its policy's `holdDown` to every source; `netres watch` sets it for its own output.
     ///   - receiveBufferSize: bytes of socket buffer to ask for; tests pass a tiny one to force
     ///     overruns.
     ///   - namespace: watch this named network namespace instead of the current one.
     public init(
-        filter: InterfaceFilter = .all, holdDown: Duration = .seconds(2), receiveBufferSize: Int = 4 << 20,
+        filter: InterfaceFilter = .all, holdDown: Duration = .zero, receiveBufferSize: Int = 4 << 20,
         namespace: String? = nil, logger: Logger
     ) {
         self.filter = filter

@@ -32,15 +32,15 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     public static let openHTTP: Self = "open-http"
     /// Close transports bound to an address that vanished.
     public static let closeStaleTransports: Self = "close-stale-transports"
-    /// Send a keep-alive (e.g. RFC 5626 CRLF ping) on the flow.
-    public static let keepAlive: Self = "keep-alive"
-    public static let runHook: Self = "run-hook"
+    /// Ping the flow under a service so it stays open (RFC 5626: CRLF over TCP, OPTIONS over
+    /// UDP). Not a refresh: re-REGISTER/re-SUBSCRIBE before expiry are `refresh-*` actions.
+    public static let pingFlow: Self = "ping-flow"
 
     /// The actions the default policy knows, in a stable order.
     public static let builtIn: [ActionKind] = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,
         .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall, .drainHTTP, .openHTTP,
-        .closeStaleTransports, .keepAlive, .runHook,
+        .closeStaleTransports, .pingFlow,
     ]
 }
 

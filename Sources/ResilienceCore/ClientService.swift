@@ -19,19 +19,19 @@ public struct ClientService: Hashable, Sendable, Codable {
     public var account: String?
     /// When the service's current registration or subscription expires, if it has one.
     public var expires: ContinuousClock.Instant?
-    /// How often the flow under this service needs a keep-alive (RFC 5626 §4.4.1), before the
+    /// How often the flow under this service needs a ping (RFC 5626 §4.4.1), before the
     /// scheduler's jitter (each wait is 80–100 % of it); nil for none.
-    public var keepAliveInterval: Duration?
+    public var flowPingInterval: Duration?
 
     public init(
         id: ServiceID, kind: ServiceKind, account: String? = nil, expires: ContinuousClock.Instant? = nil,
-        keepAliveInterval: Duration? = nil
+        flowPingInterval: Duration? = nil
     ) {
         self.id = id
         self.kind = kind
         self.account = account
         self.expires = expires
-        self.keepAliveInterval = keepAliveInterval
+        self.flowPingInterval = flowPingInterval
     }
 }
 

@@ -24,14 +24,16 @@ public struct PathTransition: Hashable, Sendable {
     }
 }
 
-/// What changed while the path stayed satisfied.
+/// What changed while the path stayed satisfied. Raw values are kebab-case like the rest of the
+/// vocabulary: they appear in trigger names (`network.changed.default-route`), watch/JSON output
+/// and the hooks' `NETRES_CHANGE`.
 public enum PathChange: String, Hashable, Sendable, Codable, CaseIterable {
     /// The set of usable local addresses changed (a service's Contact may be stale).
     case address
     /// The default route changed (gateway or metric) on the same interface.
-    case defaultRoute
+    case defaultRoute = "default-route"
     /// The primary interface is now another one.
-    case interfaceSwitched
+    case interfaceSwitched = "interface-switched"
 }
 
 extension PathTransition.Kind: CustomStringConvertible {

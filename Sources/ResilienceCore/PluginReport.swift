@@ -5,15 +5,15 @@
 ///   the backoff (a server that accepts and drops every flow gets no storm). A flow the plugin
 ///   closed itself (address change, shutdown) is never reported.
 /// - ``serviceChanged(_:)`` replaces the service in the manager's table: a new `expires` re-arms
-///   its refresh, a new `keepAliveInterval` its flow ping, a new call state is a
+///   its refresh, a new `flowPingInterval` its flow ping, a new call state is a
 ///   `call.state-changed` trigger. An unknown service is added.
 /// - ``serviceAdded(_:)`` starts tracking a service (an incoming call); ``serviceRemoved(_:)``
 ///   stops tracking it (a call that ended). Adding a known service replaces it.
 public enum PluginReport: Hashable, Sendable {
-    /// The flows these services rode on failed: the server closed it, a keep-alive went
+    /// The flows these services rode on failed: the server closed it, a flow ping went
     /// unanswered, the server's port was unreachable.
     case flowLost([ServiceID])
-    /// The service's state changed (expiry, keep-alive interval, call state).
+    /// The service's state changed (expiry, flow-ping interval, call state).
     case serviceChanged(ClientService)
     /// A service the plugin created.
     case serviceAdded(ClientService)

@@ -13,22 +13,22 @@ public import ServiceLifecycle
 ///   ordering and timeouts.
 /// - `run()` holds the plugin's background work (timers, sockets) and returns on graceful shutdown.
 public protocol ResiliencePlugin: Service {
-    /// Stable dotted identifier used in logs and metrics, e.g. `"sip"`.
+    /// Stable dotted identifier, e.g. `"sip"`: the executor puts it on every action's log lines
+    /// (`plugin.id`, also in the ``PluginContext`` logger).
     var id: String { get }
 
-    /// Actions this plugin performs; the manager routes each planned action to the plugin that
-    /// supports its kind for that service.
-    var supportedActions: Set<ActionKind> { get }
-
-    /// Whether this plugin handles the given service (e.g. the SIP plugin handles its accounts).
-    func handles(_ service: ServiceID) -> Bool
+    /// The one routing question: does this plugin carry out `kind` for `service`? The executor
+    /// gives each planned action to the first plugin (in registration order) that answers yes;
+    /// an action no plugin performs fails permanently. The answer must not change while an
+    /// action of that service runs, and must not block (no I/O).
+    func performs(_ kind: ActionKind, for service: ServiceID) -> Bool
 
     /// Performs one planned action and returns when it is complete.
     /// - Throws: ``PluginError`` for expected failures; `CancellationError` when cancelled.
     func perform(_ action: PlannedAction, context: PluginContext) async throws
 
     /// What the plugin tells the manager between actions: lost flows, services that changed
-    /// (a granted expiry, a keep-alive interval), services that appeared or ended. The manager
+    /// (a granted expiry, a flow-ping interval), services that appeared or ended. The manager
     /// reads it once, from ``run()``, and applies every report in order (see ``PluginReport``).
     var reports: AsyncStream<PluginReport> { get }
 }

@@ -4,18 +4,18 @@ public enum Trigger: Hashable, Sendable {
     case app(AppEvent)
     /// A call's state changed (the service carries the new state).
     case callStateChanged(ServiceID)
-    /// The keep-alive scheduler's coalesced wake-up; the listed services are due for refresh.
-    case keepAliveDue([ServiceID])
+    /// The wake-up scheduler's coalesced refresh wake-up; the listed services are due for refresh (re-REGISTER, re-SUBSCRIBE before expiry).
+    case refreshDue([ServiceID])
     case pushTokenChanged
     /// Decided once when the manager starts, right after the first path is known: brings the
     /// services up (what needs the network waits for `network.restored` when the path is down).
     case started
     /// A plugin saw the flow under these services fail between actions: the server closed it, a
-    /// keep-alive went unanswered, the server's port was unreachable. Their server-side state
+    /// flow ping went unanswered, the server's port was unreachable. Their server-side state
     /// (bindings, subscriptions) may be gone.
     case flowLost([ServiceID])
-    /// The scheduler's coalesced wake-up for flow keep-alives (RFC 5626 pings); the listed
-    /// services' flows are due for one. Distinct from `keepAliveDue`, which refreshes.
+    /// The scheduler's coalesced wake-up for flow pings (RFC 5626); the listed
+    /// services' flows are due for one. Distinct from `refreshDue`, which refreshes before expiry.
     case flowPingDue([ServiceID])
     /// Graceful shutdown: tear down in order.
     case shutdown
@@ -26,7 +26,7 @@ public enum Trigger: Hashable, Sendable {
         case .network(let n): "network.\(n.name)"
         case .app(let e): "app.\(e.policyName)"
         case .callStateChanged: "call.state-changed"
-        case .keepAliveDue: "keep-alive.due"
+        case .refreshDue: "refresh.due"
         case .pushTokenChanged: "push.token-changed"
         case .started: "started"
         case .flowLost: "flow.lost"

@@ -14,7 +14,7 @@ public import UnixSignals
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
 /// - A registration's or subscription's granted expiry is reported back to the manager after each
-///   success, which arms the coalesced keep-alive refresh; a registration's keep-alive interval
+///   success, which arms the coalesced refresh; a registration's flow-ping interval
 ///   (the registrar's Flow-Timer, else the account's) arms its flow pings, and unregistering
 ///   stops them.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
@@ -36,7 +36,7 @@ public final class Daemon: Sendable {
     let hooks: HookRunner?
 
     /// - Parameters:
-    ///   - source: the network; nil for a `NetlinkMonitor` with the config's interfaces and hold-down.
+    ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
@@ -45,7 +45,7 @@ public final class Daemon: Sendable {
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
-        if let holdDown = config.holdDown { policy.lossHoldDown = holdDown }
+        if let holdDown = config.holdDown { policy.holdDown = holdDown }
         let accounts = config.accounts.map { entry in
             var account = entry.account
             if let push = entry.push, let token = PushTokenStore.read(push.tokenFile) {
@@ -58,8 +58,8 @@ public final class Daemon: Sendable {
         if let source {
             (monitor, network) = (nil, source)
         } else {
-            let owned = NetlinkMonitor(
-                filter: InterfaceFilter(config.interfaces), holdDown: policy.lossHoldDown, logger: logger)
+            // No hold-down here: the manager applies the policy's (the one place it is applied).
+            let owned = NetlinkMonitor(filter: InterfaceFilter(config.interfaces), logger: logger)
             (monitor, network) = (owned, owned)
         }
         self.config = config
@@ -136,7 +136,7 @@ public final class Daemon: Sendable {
     }
 }
 
-/// Logs every manager event and feeds expiries and keep-alive intervals back to the manager; finishes when the manager's
+/// Logs every manager event and feeds expiries and flow-ping intervals back to the manager; finishes when the manager's
 /// event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
@@ -171,12 +171,12 @@ struct EventFollower: Service {
             let status = await agent.registrationStatus
             updated.expires = status.expires.map { event.at + .seconds($0) }
             // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
-            updated.keepAliveInterval = status.keepAliveInterval
+            updated.flowPingInterval = status.flowPingInterval
         case (.subscription, .subscribe), (.subscription, .refreshSubscription):
             updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
         case (.registration, .unregister):
             updated.expires = nil
-            updated.keepAliveInterval = nil
+            updated.flowPingInterval = nil
         case (_, .unregister), (_, .unsubscribe):
             updated.expires = nil
         default:

@@ -20,7 +20,7 @@ public enum DaemonConfigFile {
 
     /// Parses config text; `directory` anchors relative paths (password, token and policy files).
     public static func parse(_ text: String, file: String, directory: String) throws(PolicyFileError) -> DaemonConfig {
-        let reader = PolicyReader(file: file)
+        let reader = LocatedYAML(file: file)
         guard let root = try PolicyFile.compose(text, file: file) else {
             throw PolicyFileError(
                 .empty, file: file, line: 1, column: 1, message: "the file has no YAML document",
@@ -78,7 +78,7 @@ public enum DaemonConfigFile {
 
     /// Reads `hooks: { directory, timeout }`; the directory must exist.
     static func hooks(
-        _ node: Node, reader: PolicyReader, resolve: (String) -> String
+        _ node: Node, reader: LocatedYAML, resolve: (String) -> String
     ) throws(PolicyFileError) -> HooksConfig {
         let entries = try reader.mapping(node, keys: ["directory", "timeout"], what: "hooks")
         let directoryNode = try reader.require("directory", in: entries, of: node, what: "hooks")
@@ -102,12 +102,12 @@ public enum DaemonConfigFile {
 
 /// Reads one entry of `accounts:`.
 struct AccountReader {
-    var reader: PolicyReader
+    var reader: LocatedYAML
     var resolve: (String) -> String
 
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
-        "expires", "outbound", "push", "subscriptions", "publish-presence", "keep-alive",
+        "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping",
     ]
 
     func account(_ node: Node) throws(PolicyFileError) -> DaemonAccount {
@@ -157,7 +157,7 @@ struct AccountReader {
                 }
                 for item in items { account.subscriptions.append(try subscription(item)) }
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
-            case "keep-alive": account.keepAlive = try keepAlive(value)
+            case "flow-ping": account.flowPing = try flowPing(value)
             default: break  // name, registrar, user, domain: read above
             }
         }
@@ -165,13 +165,13 @@ struct AccountReader {
     }
 
     /// `off`, or an interval of 1 s to 1 h (a registrar's Flow-Timer still overrides it).
-    func keepAlive(_ node: Node) throws(PolicyFileError) -> KeepAliveSetting {
+    func flowPing(_ node: Node) throws(PolicyFileError) -> FlowPingSetting {
         let expected = "off, or a duration from 1s to 1h like 25s or 2m"
         if try reader.scalar(node, expected: expected) == "off" { return .off }
-        let interval = try reader.duration(node, what: "keep-alive")
+        let interval = try reader.duration(node, what: "flow-ping")
         guard interval >= .seconds(1), interval <= .seconds(3600) else {
             throw reader.fail(
-                .invalidValue, at: node, "keep-alive must be between 1s and 1h, found \(interval)", expected: expected)
+                .invalidValue, at: node, "flow-ping must be between 1s and 1h, found \(interval)", expected: expected)
         }
         return .every(interval)
     }

@@ -58,7 +58,7 @@ public enum PolicyExplainer {
 
     /// The trigger a policy name stands for; nil for an unknown name. Prefixes pick a
     /// representative (`network.changed` is an address change). Triggers that list services
-    /// (`keep-alive.due`, `flow.lost`, `flow.ping-due`) list every registration and subscription.
+    /// (`refresh.due`, `flow.lost`, `flow.ping-due`) list every registration and subscription.
     public static func trigger(named name: String, services: [ClientService]) -> Trigger? {
         if name.hasPrefix("network.changed") {
             let change = name == "network.changed" ? "address" : String(name.dropFirst("network.changed.".count))
@@ -73,7 +73,7 @@ public enum PolicyExplainer {
         case "network.lost": return .network(.lost(.noCarrier))
         case "network.restored": return .network(.restored)
         case "call.state-changed": return firstCall.map { .callStateChanged($0.id) } ?? .callStateChanged("call")
-        case "keep-alive.due": return .keepAliveDue(sessions)
+        case "refresh.due": return .refreshDue(sessions)
         case "flow.lost": return .flowLost(sessions)
         case "flow.ping-due": return .flowPingDue(sessions)
         case "started": return .started

@@ -90,10 +90,10 @@ public enum PolicyFile {
         guard let node = try compose(text, file: file) else {
             throw PolicyFileError(
                 .empty, file: file, line: 1, column: 1, message: "the file has no YAML document",
-                expected: "a mapping with keys \(PolicyReader.topKeys.joined(separator: ", "))",
+                expected: "a mapping with keys \(LocatedYAML.topKeys.joined(separator: ", "))",
                 hint: "start from `netres policy default`")
         }
-        return try PolicyReader(file: file).document(node)
+        return try LocatedYAML(file: file).document(node)
     }
 
     /// The commented default policy shipped with the package (what `netres policy default` prints);

@@ -5,11 +5,11 @@ extension ActionKind {
     /// level is `none` (unless its level row allows the trigger).
     public static let bringUp: Set<ActionKind> = [
         .register, .refreshRegistration, .subscribe, .refreshSubscription, .publishPresence, .resumeCall,
-        .reinviteCall, .openHTTP, .keepAlive,
+        .reinviteCall, .openHTTP, .pingFlow,
     ]
 
     /// Built-in actions that work without a network path (local bookkeeping only).
-    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports, .runHook]
+    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports]
 
     /// Pairs that undo each other; one rule set planning both for one service is a contradiction.
     public static let opposites: [(ActionKind, ActionKind)] = [
@@ -26,10 +26,10 @@ extension ActionKind {
     /// Plugin actions are namespaced with a dot (`vendor.thing`); built-ins never are.
     public var isPluginAction: Bool { rawValue.contains(".") }
 
-    /// The service families a built-in action applies to; nil means any (run-hook, plugin actions).
+    /// The service families a built-in action applies to; nil means any (plugin actions).
     public var families: Set<ServiceSelector.Family>? {
         switch self {
-        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .keepAlive:
+        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow:
             [.registration]
         case .subscribe, .refreshSubscription, .unsubscribe: [.subscription]
         case .publishPresence: [.presencePublish]

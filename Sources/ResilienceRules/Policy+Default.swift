@@ -31,7 +31,7 @@ extension Policy {
     public static let defaultRules: [Rule] = {
         let restore: [TriggerPattern] = [.named("network.restored"), .named("network.changed")]
         let newAddress: [TriggerPattern] = [
-            .named("network.changed.address"), .named("network.changed.interfaceSwitched"),
+            .named("network.changed.address"), .named("network.changed.interface-switched"),
         ]
         let awake: Set<AppState> = [.foreground, .background]
         let established: [ServiceSelector] = [.call(.active), .call(.held), .call(.remotelyHeld)]
@@ -90,10 +90,10 @@ extension Policy {
                 "call-state-publish", on: [.named("call.state-changed")], when: awake, for: [.presencePublish],
                 do: [.publishPresence]),
             Rule(
-                "keep-alive-refresh-registration", on: [.named("keep-alive.due")], when: awake, for: [.registration],
+                "refresh-due-registration", on: [.named("refresh.due")], when: awake, for: [.registration],
                 if: [.due], do: [.refreshRegistration]),
             Rule(
-                "keep-alive-refresh-subscription", on: [.named("keep-alive.due")], when: awake, for: [.subscription],
+                "refresh-due-subscription", on: [.named("refresh.due")], when: awake, for: [.subscription],
                 if: [.due], do: [.refreshSubscription]),
             Rule(
                 "flow-lost-register", on: [.named("flow.lost")], when: awake, for: [.registration], if: [.affected],
@@ -103,7 +103,7 @@ extension Policy {
                 do: [.subscribe]),
             Rule(
                 "flow-ping", on: [.named("flow.ping-due")], when: awake, for: [.registration], if: [.affected],
-                do: [.keepAlive]),
+                do: [.pingFlow]),
             Rule(
                 "push-token-register", on: [.named("push.token-changed")], when: awake, for: [.registration],
                 do: [.register]),

@@ -6,10 +6,10 @@ public import ResilienceCore
 /// a service no row matches runs at `.full`.
 public struct Policy: Sendable, Hashable {
     /// How long a loss must last before it is reported (0 allowed).
-    public var lossHoldDown: Duration
+    public var holdDown: Duration
     public var backoff: BackoffPolicy
-    /// The shortest interval between keep-alive wake-ups while in background (iOS: 600 s).
-    public var keepAliveMinimumInterval: Duration
+    /// The shortest interval between scheduler wake-ups while in background (iOS: 600 s).
+    public var wakeUpMinimumInterval: Duration
     /// Refresh registrations and subscriptions this long before they expire.
     public var refreshMargin: Duration
     /// The service-level table, in file order.
@@ -18,16 +18,16 @@ public struct Policy: Sendable, Hashable {
     public var rules: [Rule]
 
     public init(
-        lossHoldDown: Duration = .seconds(2),
+        holdDown: Duration = .seconds(2),
         backoff: BackoffPolicy = BackoffPolicy(),
-        keepAliveMinimumInterval: Duration = .seconds(600),
+        wakeUpMinimumInterval: Duration = .seconds(600),
         refreshMargin: Duration = .seconds(30),
         levels: [ServiceLevelRow] = Policy.defaultLevels,
         rules: [Rule] = Policy.defaultRules
     ) {
-        self.lossHoldDown = lossHoldDown
+        self.holdDown = holdDown
         self.backoff = backoff
-        self.keepAliveMinimumInterval = keepAliveMinimumInterval
+        self.wakeUpMinimumInterval = wakeUpMinimumInterval
         self.refreshMargin = refreshMargin
         self.levels = levels
         self.rules = rules

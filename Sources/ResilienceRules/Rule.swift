@@ -57,7 +57,7 @@ public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
     public static let concreteNames: [String] =
         ["network.lost", "network.restored"] + PathChange.allCases.map { "network.changed.\($0.rawValue)" }
         + AppEvent.allCases.map { "app.\($0.policyName)" }
-        + ["call.state-changed", "keep-alive.due", "push.token-changed"]
+        + ["call.state-changed", "refresh.due", "push.token-changed"]
         + ["started", "flow.lost", "flow.ping-due", "shutdown"]
 
     /// Concrete names plus the prefixes `network`, `network.changed`, `app`, `flow`.
@@ -66,12 +66,12 @@ public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
 
 /// Extra conditions a rule can require of a service (`if:` in a policy file).
 public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
-    /// Its registration or subscription expired, expires within the keep-alive window plus the
+    /// Its registration or subscription expired, expires within the minimum wake-up interval plus the
     /// refresh margin, or has no known expiry.
     case stale
-    /// The keep-alive wake-up listed it.
+    /// The refresh wake-up (`refresh.due`) listed it.
     case due
-    /// The trigger lists it: `keep-alive.due`, `flow.lost` or `flow.ping-due` names this service.
+    /// The trigger lists it: `refresh.due`, `flow.lost` or `flow.ping-due` names this service.
     case affected
     /// A call an `app.interrupted` put on hold, once that interruption has ended.
     case heldByInterruption = "held-by-interruption"

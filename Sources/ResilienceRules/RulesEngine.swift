@@ -10,10 +10,13 @@ public import ResilienceCore
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
 /// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
 ///   that needs the network until a `restored` or `changed` trigger (local actions such as
-///   `run-hook`, `drain-http` and `close-stale-transports` still may be).
+///   `drain-http` and `close-stale-transports` still may be).
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
+/// - The engine is the ONE owner of the app state, the interruption and network availability:
+///   they change only as triggers are decided (in decision order) and through
+///   ``setNetworkAvailable(_:)``; the runtime reads them here and keeps no copy.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
     public var policy: Policy
@@ -24,14 +27,20 @@ public struct RulesEngine: Sendable, Hashable {
     /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
-    public private(set) var interruptionActive: Bool
+    public private(set) var isInterrupted: Bool
 
     public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
         self.policy = policy
         self.appState = appState
         self.networkAvailable = networkAvailable
         self.callsHeldByInterruption = []
-        self.interruptionActive = false
+        self.isInterrupted = false
+    }
+
+    /// States what the network is before any transition was decided (the source's initial
+    /// path, which is never a trigger).
+    public mutating func setNetworkAvailable(_ available: Bool) {
+        networkAvailable = available
     }
 
     /// Decides the ordered actions for one trigger.
@@ -43,21 +52,7 @@ public struct RulesEngine: Sendable, Hashable {
         -> [PlannedAction]
     {
         let before = appState
-        switch trigger {
-        case .network(.lost): networkAvailable = false
-        case .network: networkAvailable = true
-        case .app(let event):
-            appState = event.nextState(from: appState)
-            if event == .interrupted { interruptionActive = true }
-            if event == .interruptionEnded { interruptionActive = false }
-        case .callStateChanged(let id):
-            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
-                callsHeldByInterruption.remove(id)
-            }
-        case .keepAliveDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
-        }
-        let present = Set(services.map(\.id))
-        callsHeldByInterruption.formIntersection(present)
+        observe(trigger, services: services)
 
         var planned: [PlannedAction] = []
         let name = trigger.name
@@ -81,6 +76,27 @@ public struct RulesEngine: Sendable, Hashable {
         }
         callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
         return batch
+    }
+
+    /// Updates the state the engine owns (app state, interruption, network availability, calls
+    /// held by the interruption) for one trigger, without planning anything. ``decide(_:services:at:)``
+    /// starts with it; a runtime whose decisions come from elsewhere calls it instead, so the
+    /// engine stays the one owner of that state.
+    public mutating func observe(_ trigger: Trigger, services: [ClientService]) {
+        switch trigger {
+        case .network(.lost): networkAvailable = false
+        case .network: networkAvailable = true
+        case .app(let event):
+            appState = event.nextState(from: appState)
+            if event == .interrupted { isInterrupted = true }
+            if event == .interruptionEnded { isInterrupted = false }
+        case .callStateChanged(let id):
+            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
+                callsHeldByInterruption.remove(id)
+            }
+        case .refreshDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
+        }
+        callsHeldByInterruption.formIntersection(Set(services.map(\.id)))
     }
 
     /// The level a service runs at in an app state under the current policy.
@@ -107,17 +123,17 @@ public struct RulesEngine: Sendable, Hashable {
         switch condition {
         case .stale:
             guard let expires = service.expires else { return true }
-            return expires <= now + policy.keepAliveMinimumInterval + policy.refreshMargin
+            return expires <= now + policy.wakeUpMinimumInterval + policy.refreshMargin
         case .due:
-            if case .keepAliveDue(let ids) = trigger { return ids.contains(service.id) }
+            if case .refreshDue(let ids) = trigger { return ids.contains(service.id) }
             return false
         case .affected:
             switch trigger {
-            case .keepAliveDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
+            case .refreshDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
             default: return false
             }
         case .heldByInterruption:
-            return !interruptionActive && callsHeldByInterruption.contains(service.id)
+            return !isInterrupted && callsHeldByInterruption.contains(service.id)
         case .turnedOff:
             return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
         case .turnedOn:

@@ -66,7 +66,7 @@ extension ActionExecutor {
     }
 
     private func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
-        plugins.first { $0.supportedActions.contains(action.kind) && $0.handles(action.service) }
+        plugins.first { $0.performs(action.kind, for: action.service) }
     }
 
     private func start(_ queued: Queued, at now: ContinuousClock.Instant) -> Running? {
@@ -79,6 +79,7 @@ extension ActionExecutor {
         let token = nextToken
         let deadline = now + configuration.actionTimeout
         var actionLogger = logger
+        actionLogger[metadataKey: "plugin.id"] = "\(plugin.id)"
         actionLogger[metadataKey: "action.kind"] = "\(action.kind)"
         actionLogger[metadataKey: "service.id"] = "\(action.service)"
         actionLogger[metadataKey: "trigger"] = "\(action.trigger.name)"

@@ -111,8 +111,8 @@ public actor ActionExecutor {
     var nextBatch: UInt64 = 0
 
     /// - Parameters:
-    ///   - plugins: each action goes to the first plugin that supports its kind and handles its
-    ///     service; an action no plugin takes fails permanently.
+    ///   - plugins: each action goes to the first plugin that ``ResiliencePlugin/performs(_:for:)``
+    ///     its kind for its service; an action no plugin performs fails permanently.
     ///   - clock: every deadline, backoff and latency is measured on it.
     ///   - onEvent: a synchronous sink called on the executor for every event, before ``events()``.
     public init(

@@ -1,6 +1,6 @@
 import ResilienceCore
 
-/// The one timer of an actor that keeps a single deadline (the keep-alive scheduler, the
+/// The one timer of an actor that keeps a single deadline (the wake-up scheduler, the
 /// manager's flow-loss release).
 ///
 /// Invariants: at most one sleeping task; arming the deadline already armed keeps it, arming

@@ -25,8 +25,8 @@ public struct ResilienceStatus: Hashable, Sendable {
     public var services: [ClientService]
     /// What every busy service is doing; idle services are absent.
     public var actions: [ServiceID: ActionExecutor.ServiceStatus]
-    /// When the keep-alive scheduler wakes next; nil when nothing is due (zero wake-ups).
-    public var nextKeepAlive: ContinuousClock.Instant?
+    /// When the wake-up scheduler wakes next; nil when nothing is due (zero wake-ups).
+    public var nextWakeUp: ContinuousClock.Instant?
     /// Triggers received but not yet decided.
     public var queuedTriggers: Int
 }

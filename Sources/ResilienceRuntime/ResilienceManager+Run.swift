@@ -15,7 +15,7 @@ extension ResilienceManager {
         await withTaskCancellationHandler {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followTransitions() }
-                group.addTask { await self.followKeepAlives() }
+                group.addTask { await self.followWakeUps() }
                 for plugin in self.plugins {
                     group.addTask { await self.followReports(of: plugin) }
                 }
@@ -30,6 +30,7 @@ extension ResilienceManager {
         await executor.cancelAll()
         await scheduler.stop()
         flowLossTimer.disarm()
+        holdDownTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
         _ = await pluginTask?.result
         broadcast.finish()
@@ -38,16 +39,23 @@ extension ResilienceManager {
 
     private func followTransitions() async {
         for await transition in await source.transitions() {
-            path = transition.path
-            broadcast.yield(.transition(transition))
-            if let trigger = NetworkTrigger(transition) {
-                enqueue(.network(trigger), transition: transition)
+            if NetworkTrigger(transition) != nil {
+                switch holdDown.receive(transition) {
+                case .pass(let due): for transition in due { report(transition) }
+                case .dropped(let lost, let restored):
+                    path = restored.path
+                    broadcast.yield(.flapCoalesced(lost: lost, restored: restored))
+                    if let change = Self.flapChange(lost: lost, restored: restored) {
+                        enqueue(.network(.changed(change)), transition: restored)
+                    }
+                }
+                rearmHoldDownTimer()
             } else {
+                path = transition.path
+                broadcast.yield(.transition(transition))
                 // `.initial` is no change, but the rules and the executor must start from it: the
                 // executor hands plugins this path (their local addresses) until the next transition.
-                if !transition.path.isSatisfied {
-                    rules = RulesEngine(policy: rules.policy, appState: appState, networkAvailable: false)
-                }
+                rules.setNetworkAvailable(transition.path.isSatisfied)
                 await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
                 if !hasStarted {
                     hasStarted = true
@@ -57,8 +65,29 @@ extension ResilienceManager {
         }
     }
 
-    private func followKeepAlives() async {
-        for await trigger in keepAliveDue.stream { enqueue(trigger) }
+    /// A transition past the hold-down: reported to subscribers and queued for a decision.
+    private func report(_ transition: PathTransition) {
+        path = transition.path
+        broadcast.yield(.transition(transition))
+        guard let trigger = NetworkTrigger(transition) else { return }
+        enqueue(.network(trigger), transition: transition)
+    }
+
+    private func rearmHoldDownTimer() {
+        holdDownTimer.arm(isShuttingDown ? nil : holdDown.deadline, on: clock) {
+            await self.releaseHeldLoss(scheduledAt: $0)
+        }
+    }
+
+    /// The policy's hold-down ran out with the path still lost: the loss is decided now.
+    private func releaseHeldLoss(scheduledAt instant: ContinuousClock.Instant) {
+        guard holdDownTimer.claim(instant), let lost = holdDown.release(at: clock.now) else { return }
+        report(lost)
+        rearmHoldDownTimer()
+    }
+
+    private func followWakeUps() async {
+        for await trigger in wakeUps.stream { enqueue(trigger) }
     }
 
     private func followReports(of plugin: any ResiliencePlugin) async {
@@ -101,10 +130,12 @@ extension ResilienceManager {
     private func processTriggers() async {
         for await _ in wake.stream {
             await noticeSystemSleep()
+            // One item leaves the queue at a time and is decided before the next suspension, so
+            // the queue and the rules engine together always hold every reported app event.
             while !queue.isEmpty && !isShuttingDown {
-                let batch = coalesce(queue)
-                queue = []
-                for item in batch where !isShuttingDown { await process(item) }
+                queue = coalesce(queue)
+                guard !queue.isEmpty else { break }
+                await process(queue.removeFirst())
             }
         }
     }
@@ -131,20 +162,26 @@ extension ResilienceManager {
             }
             out.removeLast()
             broadcast.yield(.flapCoalesced(lost: lost, restored: restored))
-            let before = lost.previous ?? restored.path
-            if before.primaryInterface != restored.path.primaryInterface {
-                out.append(QueuedTrigger(trigger: .network(.changed(.interfaceSwitched)), transition: restored))
-            } else if before.addresses != restored.path.addresses {
-                out.append(QueuedTrigger(trigger: .network(.changed(.address)), transition: restored))
+            if let change = Self.flapChange(lost: lost, restored: restored) {
+                out.append(QueuedTrigger(trigger: .network(.changed(change)), transition: restored))
             }
         }
         return out
+    }
+
+    /// What a dropped loss-and-restore pair still changed: the interface, or the addresses.
+    static func flapChange(lost: PathTransition, restored: PathTransition) -> PathChange? {
+        let before = lost.previous ?? restored.path
+        if before.primaryInterface != restored.path.primaryInterface { return .interfaceSwitched }
+        if before.addresses != restored.path.addresses { return .address }
+        return nil
     }
 
     private func process(_ item: QueuedTrigger) async {
         let now = clock.now
         if case .network(.lost) = item.trigger { epoch = epoch.next }
         let actions = decide(item.trigger, at: now)
+        if case .app = item.trigger { await scheduler.setAppState(rules.appState) }
         broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(
             "decided",
@@ -160,7 +197,10 @@ extension ResilienceManager {
 
     func decide(_ trigger: Trigger, at now: ContinuousClock.Instant) -> [PlannedAction] {
         let list = services.values.sorted { $0.id < $1.id }
-        if let customDecide { return customDecide(trigger, list, now) }
+        if let customDecide {
+            rules.observe(trigger, services: list)
+            return customDecide(trigger, list, now)
+        }
         return rules.decide(trigger, services: list, at: now)
     }
 

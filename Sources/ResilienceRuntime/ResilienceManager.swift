@@ -13,7 +13,7 @@ public import ServiceLifecycle
 /// ```
 ///
 /// Invariants:
-/// - Triggers (path transitions, app events, call-state changes, keep-alive wake-ups, flow
+/// - Triggers (path transitions, app events, call-state changes, refresh and flow-ping wake-ups, flow
 ///   losses) are decided one at a time in arrival order, and their actions reach the
 ///   ``ActionExecutor`` in that order.
 /// - `started` is decided exactly once, right after the initial path has been handed to the
@@ -22,11 +22,15 @@ public import ServiceLifecycle
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
 ///   and every report is applied in order (``PluginReport``).
+/// - A `lost` waits the policy's ``Policy/holdDown`` (on the manager's clock) before it is
+///   decided, unless the interface went admin-down or away (`HoldDown`); sources do not
+///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
-/// - State-changing calls (`register`, `update`, `handle`) take effect at once for ``status()``;
-///   their triggers are decided once ``run()`` runs.
+/// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
+///   events (`handle`, `setAppState`) once decided: the app state, the interruption and network
+///   availability have one owner, the rules engine, which status and the scheduler read.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
@@ -37,9 +41,9 @@ public actor ResilienceManager: Service {
         public var actionTimeout: Duration
         /// How long teardown may take on graceful shutdown.
         public var shutdownTimeout: Duration
-        /// In the foreground, keep-alives due this close together share a wake-up.
-        public var keepAliveCoalescingWindow: Duration
-        /// Seed for backoff, flow-loss and keep-alive jitter (reproducible tests); nil for the
+        /// In the foreground, refreshes and pings due this close together share a wake-up.
+        public var wakeUpCoalescingWindow: Duration
+        /// Seed for backoff, flow-loss and flow-ping jitter (reproducible tests); nil for the
         /// system generator.
         public var randomSeed: UInt64?
         /// Where metrics go; nil for the bootstrapped `MetricsSystem`.
@@ -50,13 +54,13 @@ public actor ResilienceManager: Service {
 
         public init(
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
-            keepAliveCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
+            wakeUpCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
             metricsFactory: (any MetricsFactory)? = nil,
             timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
-            self.keepAliveCoalescingWindow = keepAliveCoalescingWindow
+            self.wakeUpCoalescingWindow = wakeUpCoalescingWindow
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
             self.timeAsleep = timeAsleep
@@ -78,14 +82,12 @@ public actor ResilienceManager: Service {
     let logger: Logger
     let customDecide: Decide?
     let executor: ActionExecutor
-    let scheduler: KeepAliveScheduler
-    let keepAliveDue: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
+    let scheduler: WakeUpScheduler
+    let wakeUps: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
     let wake: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
     var services: [ServiceID: ClientService] = [:]
-    var appState: AppState
-    var isInterrupted = false
     var path = NetworkPath(status: .satisfied)
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
@@ -94,10 +96,12 @@ public actor ResilienceManager: Service {
     var hasStarted = false
     var flowLosses: FlowLossThrottle
     var flowLossTimer = DeadlineTimer()
+    var holdDown: HoldDown
+    var holdDownTimer = DeadlineTimer()
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
-    ///   - policy: backoff, keep-alive interval, refresh margin, and the rules' policy.
+    ///   - policy: hold-down, backoff, minimum wake-up interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
     ///   - clock: every timer of the runtime runs on it.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
@@ -117,7 +121,6 @@ public actor ResilienceManager: Service {
         self.configuration = configuration
         self.logger = logger
         self.customDecide = decide
-        self.appState = appState
         self.rules = RulesEngine(policy: policy, appState: appState)
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
@@ -127,45 +130,54 @@ public actor ResilienceManager: Service {
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
                 randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
             logger: logger, onEvent: { broadcast.yield(.action($0)) })
-        let keepAliveDue = AsyncStream<Trigger>.makeStream()
-        self.keepAliveDue = keepAliveDue
-        self.scheduler = KeepAliveScheduler(
-            clock: clock,
-            configuration: KeepAliveScheduler.Configuration(
-                refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.keepAliveMinimumInterval,
-                coalescingWindow: configuration.keepAliveCoalescingWindow, randomSeed: configuration.randomSeed),
+        let wakeUps = AsyncStream<Trigger>.makeStream()
+        self.wakeUps = wakeUps
+        self.scheduler = WakeUpScheduler(
+            clock: clock, appState: rules.appState,
+            configuration: WakeUpScheduler.Configuration(
+                refreshMargin: policy.refreshMargin, minimumBackgroundInterval: policy.wakeUpMinimumInterval,
+                coalescingWindow: configuration.wakeUpCoalescingWindow, randomSeed: configuration.randomSeed),
             onDue: { refresh, ping in
-                if !refresh.isEmpty { keepAliveDue.continuation.yield(.keepAliveDue(refresh)) }
-                if !ping.isEmpty { keepAliveDue.continuation.yield(.flowPingDue(ping)) }
+                if !refresh.isEmpty { wakeUps.continuation.yield(.refreshDue(refresh)) }
+                if !ping.isEmpty { wakeUps.continuation.yield(.flowPingDue(ping)) }
             })
         var seeder = SystemRandomNumberGenerator()
         self.flowLosses = FlowLossThrottle(
             backoff: policy.backoff, randomSeed: configuration.randomSeed ?? seeder.next())
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.sleepDetector = SleepDetector(asleep: configuration.timeAsleep())
+        self.holdDown = HoldDown(policy.holdDown)
     }
 
     /// Everything from now on; any number of subscribers. Streams finish when ``run()`` returns.
     public nonisolated func events() -> AsyncStream<ResilienceEvent> { broadcast.subscribe() }
 
     /// Reports a lifecycle event of the host app.
+    /// The rules engine (the one owner of app state, interruption and network availability)
+    /// takes it into account when the event is decided, in order with every other trigger.
     public func handle(_ event: AppEvent) async {
-        appState = event.nextState(from: appState)
-        if event == .interrupted { isInterrupted = true }
-        if event == .interruptionEnded { isInterrupted = false }
-        broadcast.yield(.app(event, state: appState))
-        await scheduler.setAppState(appState)
+        broadcast.yield(.app(event, state: event.nextState(from: reportedAppState)))
         enqueue(.app(event))
     }
 
+    /// The app state once every reported app event is decided: the engine's state advanced by
+    /// the app events still queued (derived, never stored).
+    var reportedAppState: AppState {
+        queue.reduce(rules.appState) { state, item in
+            guard case .app(let event) = item.trigger else { return state }
+            return event.nextState(from: state)
+        }
+    }
+
     /// Moves the app to `state`, reporting the events that lead there (`resumed` first when
-    /// leaving `suspended`); nothing when it is already there.
+    /// leaving `suspended`); nothing when it is already there (counting events not yet decided).
     public func setAppState(_ state: AppState) async {
-        guard state != appState else { return }
-        if appState == .suspended { await handle(.resumed) }
+        let current = reportedAppState
+        guard state != current else { return }
+        if current == .suspended { await handle(.resumed) }
         switch state {
-        case .foreground where appState != .foreground: await handle(.enteredForeground)
-        case .background where appState != .background: await handle(.enteredBackground)
+        case .foreground where current != .foreground: await handle(.enteredForeground)
+        case .background where current != .background: await handle(.enteredBackground)
         case .suspended: await handle(.suspending)
         default: break
         }
@@ -176,11 +188,11 @@ public actor ResilienceManager: Service {
     /// The interruption is over: the calls it held resume.
     public func endInterruption() async { await handle(.interruptionEnded) }
 
-    /// Starts tracking a service; its expiry and keep-alive interval arm the keep-alive scheduler.
+    /// Starts tracking a service; its expiry arms its refresh and its flow-ping interval its pings in the wake-up scheduler.
     public func register(_ service: ClientService) async {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
-        await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
+        await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
     }
 
     /// Stops tracking a service.
@@ -189,13 +201,13 @@ public actor ResilienceManager: Service {
         await scheduler.remove(id)
     }
 
-    /// Replaces a service's state: a new expiry re-arms its refresh, a new keep-alive interval its
+    /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its
     /// ping, a new call state is a `callStateChanged` trigger.
     public func update(_ service: ClientService) async {
         let old = services.updateValue(service, forKey: service.id)
         if old?.expires != service.expires { await scheduler.setExpiry(service.expires, for: service.id) }
-        if old?.keepAliveInterval != service.keepAliveInterval {
-            await scheduler.setKeepAliveInterval(service.keepAliveInterval, for: service.id)
+        if old?.flowPingInterval != service.flowPingInterval {
+            await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
         }
         if case .call = service.kind, let old, old.kind != service.kind {
             enqueue(.callStateChanged(service.id))
@@ -208,9 +220,9 @@ public actor ResilienceManager: Service {
     /// A snapshot of the current state.
     public func status() async -> ResilienceStatus {
         ResilienceStatus(
-            path: path, appState: appState, isInterrupted: isInterrupted, epoch: epoch,
+            path: path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
-            nextKeepAlive: await scheduler.nextWakeUp, queuedTriggers: queue.count)
+            nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count)
     }
 
     func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {

@@ -60,20 +60,24 @@ public final class RecordingPlugin: ResiliencePlugin {
     private let reportStream = AsyncStream<PluginReport>.makeStream()
 
     public let id: String
-    public let supportedActions: Set<ActionKind>
+    /// The kinds it performs.
+    public let actions: Set<ActionKind>
     public var reports: AsyncStream<PluginReport> { reportStream.stream }
 
     /// - Parameters:
-    ///   - services: the services it handles; nil for all.
+    ///   - actions: the kinds it performs.
+    ///   - services: the services it performs them for; nil for all.
     public init(
         id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil
     ) {
         self.id = id
-        self.supportedActions = actions
+        self.actions = actions
         self.services = services
     }
 
-    public func handles(_ service: ServiceID) -> Bool { services?.contains(service) ?? true }
+    public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
+        actions.contains(kind) && (services?.contains(service) ?? true)
+    }
 
     /// Queues behaviours for the next attempts on `service`; the last one repeats.
     public func program(_ behaviors: [Behavior], for service: ServiceID) {

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The repository's `examples/netres.yaml`, as shipped except for what a lab must change (where
-/// the interface, sockets and files are, a 1 s keep-alive so a registrar restart is noticed
+/// the interface, sockets and files are, a 1 s flow ping so a registrar restart is noticed
 /// quickly, JSON logs), run by the built `netres run` against Kamailio through link loss, an
 /// address change and a registrar restart: registered and subscribed after each.
 @Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(2)))
@@ -23,7 +23,7 @@ struct ExampleConfigFaultTests {
             ("log-format: human", "log-format: json"),
             ("control-socket: /run/netres/control.sock", "control-socket: \(lab.controlSocket(of: "alice"))"),
             ("interfaces: [eth0, \"wlan*\"]", "interfaces: [nrc0]"),
-            ("keep-alive: 25s", "keep-alive: 1s"),
+            ("flow-ping: 25s", "flow-ping: 1s"),
             ("token-file: /var/lib/netres/alice.push", "token-file: \(folder)/alice.push"),
         ]
         for (old, new) in rewrites {
@@ -81,7 +81,7 @@ struct ExampleConfigFaultTests {
         #expect(
             await waitUntil(seconds: 5) { servicesUp(lab, since: mark) }, "after the change:\n\(output().suffix(3000))")
 
-        // Registrar restart: its bindings and subscriptions are gone; the 1 s keep-alive notices,
+        // Registrar restart: its bindings and subscriptions are gone; the 1 s flow ping notices,
         // and the account is registered and subscribed at the new registrar.
         mark = lab.actionLog(of: "alice").count
         await lab.stopRegistrar()

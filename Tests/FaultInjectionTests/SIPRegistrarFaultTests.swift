@@ -42,12 +42,12 @@ struct SIPRegistrarFaultTests {
         defer { lab.stop() }
         #expect(try await lab.boundContacts().contains { $0.contains("amnesia@198.18.0.2") })
         try await lab.restartRegistrar()
-        // Nothing makes a UDP client without keep-alive register again this soon (expires 600 s).
+        // Nothing makes a UDP client without flow pings register again this soon (expires 600 s).
         #expect(try await lab.boundContacts().isEmpty)
     }
 
     /// The registrar is stopped for ~5 s and started again, with the client's flow to it lost:
-    /// netres notices (TCP: the dropped connection; UDP: failed keep-alive pings), retries with
+    /// netres notices (TCP: the dropped connection; UDP: failed flow pings), retries with
     /// the executor's backoff (1 s, ×1.6, ±20 %) while the registrar is down, a bounded number
     /// of times, and the new registrar binds it within one backoff interval of its start.
     func registersAgainAfterARegistrarRestart(_ user: String, transport: String, account: [String] = [])
@@ -78,7 +78,7 @@ struct SIPRegistrarFaultTests {
     }
 
     @Test
-    func overUDPKeepAlivesNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
-        try await registersAgainAfterARegistrarRestart("udpflow", transport: "udp", account: ["keep-alive: 1s"])
+    func overUDPFlowPingsNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
+        try await registersAgainAfterARegistrarRestart("udpflow", transport: "udp", account: ["flow-ping: 1s"])
     }
 }

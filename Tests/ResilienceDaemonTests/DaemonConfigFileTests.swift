@@ -27,7 +27,7 @@ struct DaemonConfigFileTests {
               - { package: reg }
               - { package: presence-others, resource: "sip:bob@example.test" }
             publish-presence: true
-            keep-alive: 25s
+            flow-ping: 25s
         """
 
     @Test func aGoodFileBecomesTheModelWithPathsResolvedAgainstItsDirectory() throws {
@@ -44,7 +44,7 @@ struct DaemonConfigFileTests {
         #expect(account.password == "s3cret-alice" && account.expires == 300 && account.regID == 1)
         #expect(account.instanceID == "urn:uuid:00000000-0000-0000-0000-000000000001")
         #expect(account.publishesPresence)
-        #expect(account.keepAlive == .every(.seconds(25)) && account.keepAliveInterval == .seconds(25))
+        #expect(account.flowPing == .every(.seconds(25)) && account.flowPingInterval == .seconds(25))
         #expect(account.push == nil)
         #expect(
             entry.push
@@ -79,9 +79,10 @@ struct DaemonConfigFileTests {
             "did you mean \"password-file\"?"
         ),
         ("bad port", account("password: x\n    port: 70000\n"), .invalidValue, 7, 11, "out of range"),
-        ("bad keep-alive", account("password: x\n    keep-alive: often\n"), .wrongType, 7, 17, "must be a duration"),
+        ("renamed key", account("password: x\n    keep-alive: 25s\n"), .unknownKey, 7, 5, "renamed to \"flow-ping\""),
+        ("bad flow-ping", account("password: x\n    flow-ping: often\n"), .wrongType, 7, 16, "must be a duration"),
         (
-            "keep-alive too short", account("password: x\n    keep-alive: 0\n"), .invalidValue, 7, 17,
+            "flow-ping too short", account("password: x\n    flow-ping: 0\n"), .invalidValue, 7, 16,
             "between 1s and 1h"
         ),
         ("hooks missing", "hooks: { directory: /nonexistent }\naccounts: []\n", .unreadable, 1, 21, "not a directory"),
@@ -124,17 +125,17 @@ struct DaemonConfigFileTests {
         #expect(try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/etc").hooks == nil)
     }
 
-    @Test func keepAliveDefaultsPerTransportAndCanBeTurnedOff() throws {
+    @Test func flowPingDefaultsPerTransportAndCanBeTurnedOff() throws {
         let udp = try DaemonConfigFile.parse(Self.account("password: x\n"), file: "c.yaml", directory: "/tmp")
-        #expect(udp.accounts.first?.account.keepAlive == .transportDefault)
-        #expect(udp.accounts.first?.account.keepAliveInterval == .seconds(30))
+        #expect(udp.accounts.first?.account.flowPing == .transportDefault)
+        #expect(udp.accounts.first?.account.flowPingInterval == .seconds(30))
         let tcp = try DaemonConfigFile.parse(
             Self.account("password: x\n    transport: tcp\n"), file: "c.yaml", directory: "/tmp")
-        #expect(tcp.accounts.first?.account.keepAliveInterval == .seconds(120))
+        #expect(tcp.accounts.first?.account.flowPingInterval == .seconds(120))
         let off = try DaemonConfigFile.parse(
-            Self.account("password: x\n    keep-alive: off\n"), file: "c.yaml", directory: "/tmp")
-        #expect(off.accounts.first?.account.keepAlive == .off)
-        #expect(off.accounts.first?.account.keepAliveInterval == nil)
+            Self.account("password: x\n    flow-ping: off\n"), file: "c.yaml", directory: "/tmp")
+        #expect(off.accounts.first?.account.flowPing == .off)
+        #expect(off.accounts.first?.account.flowPingInterval == nil)
     }
 
     @Test func errorsNeverQuoteAPasswordAndTheFileNamesIt() throws {

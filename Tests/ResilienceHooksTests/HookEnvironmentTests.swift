@@ -69,7 +69,7 @@ import Testing
             previous: path(eth0, ["198.18.0.2/24"]), at: .now)
         let env = HookEnvironment.variables(of: transition, clock: clock)
         #expect(env["NETRES_EVENT"] == "changed")
-        #expect(env["NETRES_CHANGE"] == "interfaceSwitched")
+        #expect(env["NETRES_CHANGE"] == "interface-switched")
         #expect(env["NETRES_REASON"] == "")
         #expect(env["NETRES_INTERFACE"] == "wlan0")
         #expect(env["NETRES_IFINDEX"] == "3")

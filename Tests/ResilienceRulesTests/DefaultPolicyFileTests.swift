@@ -33,35 +33,35 @@ struct DefaultPolicyFileTests {
         ("1h", .seconds(3600)), ("0", .zero), ("1.5s", .milliseconds(1500)),
     ])
     func durationsParseInEveryUnit(text: String, expected: Duration) throws {
-        let document = try PolicyFile.parse("loss-hold-down: \(text)\n", file: "d.yaml")
-        #expect(document.policy.lossHoldDown == expected)
+        let document = try PolicyFile.parse("hold-down: \(text)\n", file: "d.yaml")
+        #expect(document.policy.holdDown == expected)
     }
 
     @Test func settingsAndExtraRulesAreRead() throws {
         let yaml = """
-            loss-hold-down: 0
+            hold-down: 0
             backoff: {initial: 500ms, multiplier: 2, jitter: 0.1, max: 1m}
-            keep-alive-minimum-interval: 2m
+            wake-up-minimum-interval: 2m
             refresh-margin: 10s
             extra-rules:
-              - name: hook-on-loss
+              - name: close-on-loss
                 on: network.lost
                 for: registration
-                do: run-hook
+                do: close-stale-transports
             services:
               - {id: a.reg, kind: registration, account: a}
               - {id: c1, kind: call.incoming.alerting, account: a}
             """
         let document = try PolicyFile.parse(yaml, file: "s.yaml")
         let policy = document.policy
-        #expect(policy.lossHoldDown == .zero)
+        #expect(policy.holdDown == .zero)
         #expect(
             policy.backoff
                 == BackoffPolicy(initial: .milliseconds(500), multiplier: 2, jitter: 0.1, maximum: .seconds(60)))
-        #expect(policy.keepAliveMinimumInterval == .seconds(120))
+        #expect(policy.wakeUpMinimumInterval == .seconds(120))
         #expect(policy.refreshMargin == .seconds(10))
         #expect(policy.rules.count == Policy.defaultRules.count + 1)
-        #expect(policy.rules.last?.name == "hook-on-loss")
+        #expect(policy.rules.last?.name == "close-on-loss")
         #expect(document.services.map(\.id) == ["a.reg", "c1"])
         #expect(document.services.last?.kind == .call(.incoming, .alerting))
     }

@@ -60,8 +60,8 @@ struct DefaultPolicyTableTests {
         ("network.lost", "", "", ""),
         ("network.restored", restoredForeground, restoredBackground, ""),
         ("network.changed.address", newAddressForeground, newAddressBackground, ""),
-        ("network.changed.defaultRoute", restoredForeground, restoredBackground, ""),
-        ("network.changed.interfaceSwitched", newAddressForeground, newAddressBackground, ""),
+        ("network.changed.default-route", restoredForeground, restoredBackground, ""),
+        ("network.changed.interface-switched", newAddressForeground, newAddressBackground, ""),
         ("app.entered-background", "others:unsubscribe http:drain-http", "", ""),
         ("app.entered-foreground", refreshAllForeground, foregroundFromBackground, foregroundFromBackground),
         ("app.suspending", "", "", ""),
@@ -69,12 +69,12 @@ struct DefaultPolicyTableTests {
         ("app.interrupted", "act:hold-call", "act:hold-call", ""),
         ("app.interruption-ended", "act:resume-call", "act:resume-call", ""),
         ("call.state-changed", "pub:publish-presence", "pub:publish-presence", ""),
-        ("keep-alive.due", refreshAllForeground, refreshAllBackground, ""),
+        ("refresh.due", refreshAllForeground, refreshAllBackground, ""),
         ("push.token-changed", "reg:register", "reg:register", ""),
         ("started", startedForeground, startedBackground, ""),
         // The fixture's flow.lost lists reg and mwi; flow.ping-due lists reg.
         ("flow.lost", "reg:register mwi:subscribe<reg", "reg:register mwi:subscribe<reg", ""),
-        ("flow.ping-due", "reg:keep-alive", "reg:keep-alive", ""),
+        ("flow.ping-due", "reg:ping-flow", "reg:ping-flow", ""),
         ("shutdown", shutdownForeground, shutdownBackground, ""),
     ]
 

@@ -28,8 +28,8 @@ enum Fixtures {
         "network.lost": .network(.lost(.noCarrier)),
         "network.restored": .network(.restored),
         "network.changed.address": .network(.changed(.address)),
-        "network.changed.defaultRoute": .network(.changed(.defaultRoute)),
-        "network.changed.interfaceSwitched": .network(.changed(.interfaceSwitched)),
+        "network.changed.default-route": .network(.changed(.defaultRoute)),
+        "network.changed.interface-switched": .network(.changed(.interfaceSwitched)),
         "app.entered-background": .app(.enteredBackground),
         "app.entered-foreground": .app(.enteredForeground),
         "app.suspending": .app(.suspending),
@@ -37,7 +37,7 @@ enum Fixtures {
         "app.interrupted": .app(.interrupted),
         "app.interruption-ended": .app(.interruptionEnded),
         "call.state-changed": .callStateChanged("act"),
-        "keep-alive.due": .keepAliveDue(
+        "refresh.due": .refreshDue(
             services.filter { $0.kind.family != "call" && $0.kind != .http && $0.kind != .presencePublish }.map(\.id)),
         "push.token-changed": .pushTokenChanged,
         "started": .started,

@@ -23,8 +23,8 @@ struct PolicyFileErrorTests {
 
     static let cases: [Case] = [
         Case(
-            name: "unknown top-level key", yaml: "los-hold-down: 2s\n", code: .unknownKey, line: 1, column: 1,
-            hint: "loss-hold-down"),
+            name: "unknown top-level key", yaml: "hold-dwn: 2s\n", code: .unknownKey, line: 1, column: 1,
+            hint: "hold-down"),
         Case(
             name: "unknown rule key", yaml: rule + "    do: drain-http\n    wehn: foreground\n", code: .unknownKey,
             line: 6, column: 5, hint: "when"),
@@ -64,8 +64,8 @@ struct PolicyFileErrorTests {
             name: "unknown condition", yaml: rule + "    do: drain-http\n    if: stael\n", code: .unknownName,
             line: 6, column: 9, hint: "stale"),
         Case(
-            name: "duration of the wrong type", yaml: "loss-hold-down: fast\n", code: .wrongType, line: 1,
-            column: 17),
+            name: "duration of the wrong type", yaml: "hold-down: fast\n", code: .wrongType, line: 1,
+            column: 12),
         Case(name: "duration without a unit", yaml: "refresh-margin: 30\n", code: .wrongType, line: 1, column: 17),
         Case(
             name: "number of the wrong type", yaml: "backoff:\n  multiplier: quick\n", code: .wrongType, line: 2,
@@ -111,7 +111,10 @@ struct PolicyFileErrorTests {
         Case(
             name: "duplicate rule name",
             yaml: "extra-rules:\n  - {name: shutdown-unregister, on: shutdown, "
-                + "for: registration, do: run-hook}\n", code: .duplicateKey, line: 2, column: 5),
+                + "for: registration, do: close-stale-transports}\n", code: .duplicateKey, line: 2, column: 5),
+        Case(
+            name: "run-hook left the action vocabulary (hooks run on transitions)", yaml: rule + "    do: run-hook\n",
+            code: .unknownName, line: 5, column: 9),
         Case(name: "empty file", yaml: "", code: .empty, line: 1, column: 1),
         Case(name: "only comments", yaml: "# nothing here\n", code: .empty, line: 1, column: 1),
         Case(name: "YAML syntax error", yaml: "levels: [\n  - a\n", code: .syntax, line: 2, column: 3),
@@ -134,13 +137,27 @@ struct PolicyFileErrorTests {
         }
     }
 
+    /// Keys the project renamed are not aliases: the old name is an error that names the new one.
+    @Test(arguments: [("loss-hold-down", "hold-down"), ("keep-alive-minimum-interval", "wake-up-minimum-interval")])
+    func aRenamedKeyIsALocatedErrorNamingTheNewKey(old: String, new: String) {
+        #expect {
+            _ = try PolicyFile.parse("version: 1\n\(old): 2s\n", file: "old.yaml")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            #expect(error.code == .unknownKey && error.file == "old.yaml")
+            #expect((error.line, error.column) == (2, 1))
+            #expect(error.hint == "renamed to \"\(new)\"")
+            return true
+        }
+    }
+
     @Test func nonUTF8IsRejectedAtTheFirstBadByte() {
-        let bytes = Array("version: 1\nloss-hold-down: ".utf8) + [0xFF, 0xFE] + Array("2s\n".utf8)
+        let bytes = Array("version: 1\nhold-down: ".utf8) + [0xFF, 0xFE] + Array("2s\n".utf8)
         #expect {
             _ = try PolicyFile.parse(bytes, file: "latin1.yaml")
         } throws: { error in
             guard let error = error as? PolicyFileError else { return false }
-            return error.code == .notUTF8 && error.line == 2 && error.column == 17
+            return error.code == .notUTF8 && error.line == 2 && error.column == 12
         }
     }
 

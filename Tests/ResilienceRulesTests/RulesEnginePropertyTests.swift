@@ -116,7 +116,7 @@ struct RulesEnginePropertyTests {
                 case .app(.interruptionEnded), .network(.restored), .network(.changed): true
                 default: false
                 }
-            if !endsOrRestores || after.interruptionActive { #expect(resumed.isEmpty) }
+            if !endsOrRestores || after.isInterrupted { #expect(resumed.isEmpty) }
             if case .callStateChanged(let id) = trigger,
                 let call = services.first(where: { $0.id == id }), call.kind != .call(.incoming, .held),
                 call.kind != .call(.outgoing, .held)

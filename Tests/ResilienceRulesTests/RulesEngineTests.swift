@@ -71,15 +71,15 @@ struct RulesEngineTests {
             return copy
         }
         var engine = RulesEngine(appState: .suspended)
-        // 600 s expiry is inside the keep-alive window (600 s) plus the margin (30 s).
+        // 600 s expiry is inside the minimum wake-up interval (600 s) plus the margin (30 s).
         #expect(
             Fixtures.render(engine.decide(.app(.resumed), services: services, at: t0)) == "dialog:refresh-subscription")
         #expect(engine.appState == .background)
     }
 
-    @Test func keepAliveRefreshesOnlyTheListedServices() {
+    @Test func refreshDueRefreshesOnlyTheListedServices() {
         var engine = RulesEngine(appState: .background)
-        let batch = engine.decide(.keepAliveDue(["reg", "mwi", "others"]), services: Fixtures.services, at: t0)
+        let batch = engine.decide(.refreshDue(["reg", "mwi", "others"]), services: Fixtures.services, at: t0)
         #expect(Fixtures.render(batch) == "reg:refresh-registration mwi:refresh-subscription<reg")
     }
 
@@ -121,14 +121,15 @@ struct RulesEngineTests {
                 == "a.sub:unsubscribe b.sub:unsubscribe a.reg:unregister<a.sub b.reg:unregister<b.sub")
     }
 
-    @Test func aFileRuleCanRunALocalHookOnLossButNothingThatNeedsTheNetwork() {
+    @Test func aFileRuleCanRunALocalActionOnLossButNothingThatNeedsTheNetwork() {
         var policy = Policy.default
-        policy.rules.append(Rule("hook", on: [.named("network")], for: [.registration], do: [.runHook, .keepAlive]))
+        policy.rules.append(
+            Rule("local", on: [.named("network")], for: [.registration], do: [.closeStaleTransports, .pingFlow]))
         var engine = RulesEngine(policy: policy)
         let batch = engine.decide(.network(.lost(.adminDown)), services: Fixtures.services, at: t0)
-        #expect(Fixtures.render(batch) == "reg:run-hook")
+        #expect(Fixtures.render(batch) == "reg:close-stale-transports")
         let restored = engine.decide(.network(.restored), services: Fixtures.services, at: t0)
-        #expect(restored.contains { $0.kind == .runHook && $0.source.hasPrefix("rule hook;") })
+        #expect(restored.contains { $0.kind == .pingFlow && $0.source.hasPrefix("rule local;") })
     }
 
     @Test func levelsPickTheMostSpecificRow() {

@@ -28,7 +28,7 @@ struct SeededGenerator: RandomNumberGenerator {
         }
     }
 
-    /// Any trigger; call, keep-alive and flow triggers name services of the set (or a missing one).
+    /// Any trigger; call, refresh and flow triggers name services of the set (or a missing one).
     mutating func trigger(for services: [ClientService]) -> Trigger {
         let ids = services.map(\.id) + ["missing"]
         switch Int.random(in: 0..<9, using: &self) {
@@ -36,7 +36,7 @@ struct SeededGenerator: RandomNumberGenerator {
         case 1: return .network(.restored)
         case 2: return .network(.changed(pick(PathChange.allCases)))
         case 3: return .callStateChanged(pick(ids))
-        case 4: return .keepAliveDue(ids.filter { _ in chance(0.5) })
+        case 4: return .refreshDue(ids.filter { _ in chance(0.5) })
         case 5: return chance(0.5) ? .pushTokenChanged : .shutdown
         case 6:
             return chance(0.5)

@@ -1,4 +1,5 @@
 import ResilienceCore
+import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
@@ -11,8 +12,11 @@ struct DefaultPolicyIntegrationTests {
         let clock = ManualClock()
         let source = ScriptedNetworkSource(clock: clock)
         let sip = RecordingPlugin(id: "sip")
+        var policy = Policy.default
+        policy.holdDown = .zero  // the loss is decided at once (HoldDownTests cover the window)
         let manager = ResilienceManager(
-            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 3), logger: quiet)
+            source: source, policy: policy, plugins: [sip], clock: clock, configuration: .init(randomSeed: 3),
+            logger: quiet)
         let expires = clock.now + .seconds(3600)
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a", expires: expires))
         await manager.register(

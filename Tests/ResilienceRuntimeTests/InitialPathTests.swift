@@ -8,10 +8,9 @@ import Testing
 /// Records the path every action was handed.
 final class PathRecordingPlugin: ResiliencePlugin {
     let id = "path-recorder"
-    let supportedActions: Set<ActionKind> = [.register]
     let paths = Mutex<[NetworkPath]>([])
 
-    func handles(_ service: ServiceID) -> Bool { true }
+    func performs(_ kind: ActionKind, for service: ServiceID) -> Bool { kind == .register }
 
     func perform(_ action: PlannedAction, context: PluginContext) async throws {
         paths.withLock { $0.append(context.path) }

@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
@@ -14,7 +15,7 @@ let testDecide: ResilienceManager.Decide = { trigger, services, _ in
     case .network(.restored), .network(.changed):
         return registrations.map { planned(.register, $0, trigger: trigger) }
             + others.map { planned(.subscribe, $0.id, after: Set(registrations), trigger: trigger) }
-    case .keepAliveDue(let ids):
+    case .refreshDue(let ids):
         return ids.map { planned(.refreshRegistration, $0, trigger: trigger) }
     case .callStateChanged(let id):
         return [planned(.reinviteCall, id, trigger: trigger)]
@@ -43,8 +44,8 @@ struct ResilienceManagerTests {
         _ services: [ClientService]
     ) async -> (ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
         let manager = ResilienceManager(
-            source: source, plugins: [sip, http], clock: clock, configuration: .init(randomSeed: 7), logger: quiet,
-            decide: testDecide)
+            source: source, policy: Policy(holdDown: .zero), plugins: [sip, http], clock: clock,
+            configuration: .init(randomSeed: 7), logger: quiet, decide: testDecide)
         for service in services { await manager.register(service) }
         let events = Recorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -139,7 +140,7 @@ struct ResilienceManagerTests {
         try await run.value
     }
 
-    @Test func appStateCallStateAndKeepAliveBecomeTriggers() async throws {
+    @Test func appStateCallStateAndRefreshDueBecomeTriggers() async throws {
         let call = ClientService(id: "call", kind: .call(.outgoing, .active))
         let reg = ClientService(id: "reg", kind: .registration, expires: clock.now + .seconds(3600))
         let (manager, events, group, run) = await start([reg, call])
@@ -147,10 +148,10 @@ struct ResilienceManagerTests {
         var held = call
         held.kind = .call(.outgoing, .held)
         await manager.update(held)
-        #expect(await manager.status().nextKeepAlive == reg.expires! - .seconds(30))
+        #expect(await manager.status().nextWakeUp == reg.expires! - .seconds(30))
         clock.advance(to: reg.expires! - .seconds(30))
         let decided = await events.wait { $0.compactMap(\.decision).count == 4 }.compactMap(\.decision).map(\.trigger)
-        #expect(decided == [.started, .app(.enteredBackground), .callStateChanged("call"), .keepAliveDue(["reg"])])
+        #expect(decided == [.started, .app(.enteredBackground), .callStateChanged("call"), .refreshDue(["reg"])])
         await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 2 }
         #expect(await manager.status().appState == .background)
         await group.triggerGracefulShutdown()
@@ -192,21 +193,21 @@ struct ResilienceManagerTests {
         try await run.value
     }
 
-    @Test func keepAliveIntervalsBecomeFlowPingTriggers() async throws {
-        let reg = ClientService(id: "reg", kind: .registration, keepAliveInterval: .seconds(30))
+    @Test func flowPingIntervalsBecomeFlowPingTriggers() async throws {
+        let reg = ClientService(id: "reg", kind: .registration, flowPingInterval: .seconds(30))
         let (manager, events, group, run) = await start([reg])
-        let first = try #require(await manager.status().nextKeepAlive)
+        let first = try #require(await manager.status().nextWakeUp)
         #expect(first - clock.now >= .seconds(24) && first - clock.now <= .seconds(30))
         clock.advance(to: first)
         await events.wait { $0.contains { $0.decision?.trigger == .flowPingDue(["reg"]) } }
         var slower = reg
-        slower.keepAliveInterval = .seconds(300)
+        slower.flowPingInterval = .seconds(300)
         await manager.update(slower)
-        let next = try #require(await manager.status().nextKeepAlive)
+        let next = try #require(await manager.status().nextWakeUp)
         #expect(next - clock.now >= .seconds(240) && next - clock.now <= .seconds(300))
-        slower.keepAliveInterval = nil
+        slower.flowPingInterval = nil
         await manager.update(slower)
-        #expect(await manager.status().nextKeepAlive == nil)
+        #expect(await manager.status().nextWakeUp == nil)
         await group.triggerGracefulShutdown()
         try await run.value
     }
@@ -228,5 +229,9 @@ extension ResilienceEvent {
     var isFlapCoalesced: Bool {
         if case .flapCoalesced = self { return true }
         return false
+    }
+    var transition: PathTransition? {
+        if case .transition(let transition) = self { return transition }
+        return nil
     }
 }

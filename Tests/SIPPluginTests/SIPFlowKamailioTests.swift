@@ -5,7 +5,7 @@ import Testing
 
 @testable import SIPPlugin
 
-/// Flows against a real Kamailio: keep-alives it answers, and a registrar that stops and comes
+/// Flows against a real Kamailio: flow pings it answers, and a registrar that stops and comes
 /// back on the same port.
 @Suite(
     .serialized,
@@ -25,16 +25,16 @@ struct SIPFlowKamailioTests {
         return (SIPPlugin(accounts: [account], timers: timers, logger: testLogger(user)), account)
     }
 
-    @Test func udpOptionsKeepAliveIsAnsweredByTheRegistrar() async throws {
+    @Test func udpOptionsFlowPingIsAnsweredByTheRegistrar() async throws {
         let kamailio = try KamailioHarness()
         defer { kamailio.stop() }
         let user = uniqueUser("optping")
         let (plugin, account) = makePlugin(port: kamailio.port, user: user, transport: .udp)
         try await plugin.perform(action(.register, account.registrationService), context: context())
-        try await plugin.perform(action(.keepAlive, account.registrationService), context: context())
+        try await plugin.perform(action(.pingFlow, account.registrationService), context: context())
         #expect(kamailio.requestCount(method: "OPTIONS", user: user) == 1)
         #expect(await plugin.agent(for: user)!.boundAddress == "127.0.0.1")
-        #expect(await plugin.agent(for: user)!.registrationStatus.keepAliveInterval == .seconds(30))
+        #expect(await plugin.agent(for: user)!.registrationStatus.flowPingInterval == .seconds(30))
         await plugin.agent(for: user)!.close()
     }
 

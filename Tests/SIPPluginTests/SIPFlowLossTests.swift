@@ -10,11 +10,11 @@ import Testing
 struct SIPFlowLossTests {
     func makeAgent(
         port: Int, transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),
-        keepAlive: KeepAliveSetting = .transportDefault, recorder: LossRecorder
+        flowPing: FlowPingSetting = .transportDefault, recorder: LossRecorder
     ) -> (SIPUserAgent, SIPAccount) {
         let account = SIPAccount(
             name: "flow", registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: "flow",
-            domain: "127.0.0.1", password: "secret", expires: 300, keepAlive: keepAlive)
+            domain: "127.0.0.1", password: "secret", expires: 300, flowPing: flowPing)
         let agent = SIPUserAgent(account: account, timers: timers, logger: testLogger("flow")) {
             recorder.record($0)
         }
@@ -98,7 +98,7 @@ struct SIPFlowLossTests {
         await agent.close()
     }
 
-    @Test func unansweredUDPKeepAliveClosesTheFlowReportsItAndIsNotRetried() async throws {
+    @Test func unansweredUDPFlowPingClosesTheFlowReportsItAndIsNotRetried() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
         let (agent, account) = makeAgent(
@@ -119,7 +119,7 @@ struct SIPFlowLossTests {
         }
         try await agent.register(path: loopbackPath())
         await #expect {
-            try await agent.sendKeepAlive(path: loopbackPath())
+            try await agent.sendFlowPing(path: loopbackPath())
         } throws: { error in
             (error as? PluginError)?.isRetryable == false
         }
@@ -136,7 +136,7 @@ struct SIPFlowLossTests {
         await agent.close()
     }
 
-    @Test func flowTimerOfThe2xxSetsTheKeepAliveIntervalElseTheAccountsSetting() async throws {
+    @Test func flowTimerOfThe2xxSetsTheFlowPingIntervalElseTheAccountsSetting() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
         let (agent, _) = makeAgent(port: peer.port, recorder: recorder)
@@ -153,20 +153,20 @@ struct SIPFlowLossTests {
                 return answered
             }
         }
-        #expect(await agent.registrationStatus.keepAliveInterval == nil, "not registered")
+        #expect(await agent.registrationStatus.flowPingInterval == nil, "not registered")
         try await agent.register(path: loopbackPath())
-        #expect(await agent.registrationStatus.keepAliveInterval == .seconds(25))
+        #expect(await agent.registrationStatus.flowPingInterval == .seconds(25))
         try await agent.register(path: loopbackPath())
-        #expect(await agent.registrationStatus.keepAliveInterval == .seconds(30), "UDP default")
+        #expect(await agent.registrationStatus.flowPingInterval == .seconds(30), "UDP default")
         #expect(await script.value == 2)
         await agent.close()
         #expect(recorder.all.isEmpty)
     }
 
-    @Test func keepAliveOffMeansNoInterval() async throws {
+    @Test func flowPingOffMeansNoInterval() async throws {
         let peer = try UDPTestPeer()
         let recorder = LossRecorder()
-        let (agent, _) = makeAgent(port: peer.port, keepAlive: .off, recorder: recorder)
+        let (agent, _) = makeAgent(port: peer.port, flowPing: .off, recorder: recorder)
         let script = Task {
             await peer.run { peer -> Bool in
                 guard let (bytes, from) = peer.receive(within: 5),
@@ -181,7 +181,7 @@ struct SIPFlowLossTests {
         try await agent.register(path: loopbackPath())
         #expect(await script.value)
         #expect(await agent.registrationStatus.contact != nil)
-        #expect(await agent.registrationStatus.keepAliveInterval == nil)
+        #expect(await agent.registrationStatus.flowPingInterval == nil)
         await agent.close()
     }
 }

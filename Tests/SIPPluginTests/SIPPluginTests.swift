@@ -22,11 +22,11 @@ struct SIPPluginTests {
                 "alice.subscription.presence-others.sip:bob@example.org",
                 "alice.presence-publish",
             ])
-        #expect(ids.allSatisfy { plugin.handles(ServiceID($0)) })
-        #expect(!plugin.handles("bob.registration"))
-        #expect(plugin.supportedActions.contains(.unregisterOldContact))
-        // One keep-alive per flow: on the registration only, the UDP default here.
-        #expect(plugin.services.map(\.keepAliveInterval) == [.seconds(30), nil, nil, nil])
+        #expect(ids.allSatisfy { plugin.performs(.unregisterOldContact, for: ServiceID($0)) })
+        #expect(!plugin.performs(.register, for: "bob.registration"))
+        #expect(!plugin.performs(.drainHTTP, for: ServiceID(ids[0])))
+        // One flow ping per flow: on the registration only, the UDP default here.
+        #expect(plugin.services.map(\.flowPingInterval) == [.seconds(30), nil, nil, nil])
     }
 
     @Test func unknownServicesAndMismatchedActionsArePermanentFailures() async {

@@ -186,12 +186,12 @@ struct SIPRegistrationKamailioTests {
         }
     }
 
-    @Test func tcpKeepAliveIsAnsweredWithAPong() async throws {
+    @Test func tcpFlowPingIsAnsweredWithAPong() async throws {
         try await withKamailio { kamailio in
             let user = uniqueUser("pinger")
             let (plugin, account) = makePlugin(kamailio, user: user, transport: .tcp)
             try await plugin.perform(action(.register, account.registrationService), context: context())
-            try await plugin.perform(action(.keepAlive, account.registrationService), context: context())
+            try await plugin.perform(action(.pingFlow, account.registrationService), context: context())
             #expect(await plugin.agent(for: user)!.boundAddress == "127.0.0.1")
             await plugin.agent(for: user)!.close()
         }

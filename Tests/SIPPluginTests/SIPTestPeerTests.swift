@@ -186,7 +186,7 @@ extension SIPTestPeerTests {
         try await agent.register(path: loopbackPath())
         // Retrying the ping cannot help; the reported loss makes the runtime re-register.
         await #expect {
-            try await agent.sendKeepAlive(path: loopbackPath())
+            try await agent.sendFlowPing(path: loopbackPath())
         } throws: { error in
             (error as? PluginError)?.isRetryable == false
         }

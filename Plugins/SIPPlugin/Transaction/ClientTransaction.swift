@@ -6,7 +6,7 @@ public struct SIPTimers: Hashable, Sendable {
     public var t1: Duration
     /// Cap of the retransmission interval for non-INVITE requests.
     public var t2: Duration
-    /// How long a CRLF keep-alive may wait for its pong before the flow is recovered (RFC 5626 §4.4.1).
+    /// How long a CRLF flow ping may wait for its pong before the flow is recovered (RFC 5626 §4.4.1).
     public var pongTimeout: Duration
 
     public init(t1: Duration = .milliseconds(500), t2: Duration = .seconds(4), pongTimeout: Duration = .seconds(10)) {

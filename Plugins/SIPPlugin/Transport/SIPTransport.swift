@@ -111,7 +111,7 @@ final class SIPTransport: Sendable {
         try? await channel.close()
     }
 
-    /// Closes a flow the owner found dead (keep-alive unanswered): reported as lost.
+    /// Closes a flow the owner found dead (flow ping unanswered): reported as lost.
     func abandon() async {
         try? await channel.close()
     }

@@ -31,30 +31,30 @@ public struct RegistrationStatus: Hashable, Sendable {
     public var expires: Int?
     /// Contacts of earlier addresses not yet removed.
     public var staleContacts: [String]
-    /// How often the flow needs a keep-alive: the registrar's `Flow-Timer` from the last 2xx
+    /// How often the flow needs a ping: the registrar's `Flow-Timer` from the last 2xx
     /// (RFC 5626 §5.4) when it sent one, else the account's setting; nil when the account turned
-    /// keep-alives off or nothing is registered.
-    public var keepAliveInterval: Duration?
+    /// flow pings off or nothing is registered.
+    public var flowPingInterval: Duration?
 
     public init(
-        contact: String? = nil, expires: Int? = nil, staleContacts: [String] = [], keepAliveInterval: Duration? = nil
+        contact: String? = nil, expires: Int? = nil, staleContacts: [String] = [], flowPingInterval: Duration? = nil
     ) {
         self.contact = contact
         self.expires = expires
         self.staleContacts = staleContacts
-        self.keepAliveInterval = keepAliveInterval
+        self.flowPingInterval = flowPingInterval
     }
 }
 
 extension SIPUserAgent {
     public var registrationStatus: RegistrationStatus {
         let registered = registration.granted != nil
-        let keepAlive = account.keepAliveInterval.map { setting in
+        let flowPing = account.flowPingInterval.map { setting in
             registration.flowTimer.map { Duration.seconds($0) } ?? setting
         }
         return RegistrationStatus(
             contact: registered ? registration.contact : nil, expires: registration.granted,
-            staleContacts: registration.staleContacts, keepAliveInterval: registered ? keepAlive : nil)
+            staleContacts: registration.staleContacts, flowPingInterval: registered ? flowPing : nil)
     }
 
     /// Whether push notification can wake this client (RFC 8599): false while no token is known,

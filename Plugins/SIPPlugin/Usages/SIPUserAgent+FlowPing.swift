@@ -10,9 +10,9 @@ extension SIPUserAgent {
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
     /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
-    ///   unreachable, connection closed): retrying the keep-alive cannot help, the `flow.lost`
+    ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
-    public func sendKeepAlive(path: NetworkPath) async throws {
+    public func sendFlowPing(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
         let answered: Bool
         switch flow.kind {
@@ -21,10 +21,10 @@ extension SIPUserAgent {
         }
         guard answered else {
             let timeout = timers.pongTimeout
-            logger.warning("sip.keep-alive-timeout", metadata: ["timeout": "\(timeout)"])
+            logger.warning("sip.flow-ping-timeout", metadata: ["timeout": "\(timeout)"])
             // Not `close()`: abandoning reports the loss through the flow's close callback, once.
             await flow.abandon()
-            throw PluginError.permanent("keep-alive: no answer within \(timeout); flow closed and reported lost")
+            throw PluginError.permanent("flow ping: no answer within \(timeout); flow closed and reported lost")
         }
     }
 
@@ -39,7 +39,7 @@ extension SIPUserAgent {
         do {
             try await flow.send(bytes: Array("\r\n\r\n".utf8))
         } catch {
-            throw Self.flowGone(during: "CRLF keep-alive")
+            throw Self.flowGone(during: "CRLF flow ping")
         }
         if pongCount > pongsBefore { return true }
         let answered = await withCheckedContinuation { continuation in
@@ -51,7 +51,7 @@ extension SIPUserAgent {
             }
         }
         // A flow that closed while waiting was reported by its close callback already.
-        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF keep-alive") }
+        if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF flow ping") }
         return answered
     }
 
@@ -79,7 +79,7 @@ extension SIPUserAgent {
             } onCancel: {
                 attempt.cancel()
             }
-            logger.debug("sip.keep-alive-answered", metadata: ["status": "\(response.status ?? 0)"])
+            logger.debug("sip.flow-ping-answered", metadata: ["status": "\(response.status ?? 0)"])
             return true
         } catch  where Task.isCancelled {
             throw CancellationError()
@@ -87,7 +87,7 @@ extension SIPUserAgent {
             // A cut-off transaction ends as a timeout or, its stream finished, as "flow closed";
             // only a flow that is really gone (ECONNREFUSED, a close) is one, and its close
             // callback reported the loss already.
-            if !flow.isActive { throw Self.flowGone(during: "OPTIONS keep-alive") }
+            if !flow.isActive { throw Self.flowGone(during: "OPTIONS flow ping") }
             return false
         }
     }

@@ -4,7 +4,7 @@ import ResilienceTesting
 import Testing
 
 @Suite(.timeLimit(.minutes(1)))
-struct KeepAliveSchedulerTests {
+struct WakeUpSchedulerTests {
     let clock = ManualClock()
     let batches = AsyncStream<[ServiceID]>.makeStream()
     let wakeUps = AsyncStream<WakeUp>.makeStream()
@@ -15,10 +15,10 @@ struct KeepAliveSchedulerTests {
     }
 
     /// Reports refresh batches on `batches` and every wake-up on `wakeUps`.
-    func makeScheduler(seed: UInt64 = 11) -> KeepAliveScheduler {
+    func makeScheduler(seed: UInt64 = 11) -> WakeUpScheduler {
         let batches = self.batches.continuation
         let wakeUps = self.wakeUps.continuation
-        return KeepAliveScheduler(
+        return WakeUpScheduler(
             clock: clock, configuration: .init(randomSeed: seed),
             onDue: { refresh, ping in
                 if !refresh.isEmpty { batches.yield(refresh) }
@@ -28,7 +28,7 @@ struct KeepAliveSchedulerTests {
 
     /// Drives the scheduler for `span`: every wake-up refreshes its batch for `lifetime` more.
     func drive(
-        _ scheduler: KeepAliveScheduler, for span: Duration, lifetime: Duration,
+        _ scheduler: WakeUpScheduler, for span: Duration, lifetime: Duration,
         expiries: inout [ServiceID: ContinuousClock.Instant]
     ) async -> [(at: ContinuousClock.Instant, batch: [ServiceID])] {
         let end = clock.now + span
@@ -105,20 +105,20 @@ struct KeepAliveSchedulerTests {
         var offsets: [Duration] = []
         for i in 0..<50 {
             let id = ServiceID("flow\(i)")
-            await scheduler.setKeepAliveInterval(interval, for: id)
+            await scheduler.setFlowPingInterval(interval, for: id)
             let at = try #require(await scheduler.nextPing(of: id))
             offsets.append(at - clock.now)
         }
         #expect(offsets.allSatisfy { $0 >= .seconds(96) && $0 <= .seconds(120) })
         // Jittered, not a constant: the 50 draws are not all the same.
         #expect(Set(offsets).count > 1)
-        await scheduler.setKeepAliveInterval(nil, for: "flow0")
+        await scheduler.setFlowPingInterval(nil, for: "flow0")
         #expect(await scheduler.nextPing(of: "flow0") == nil)
     }
 
     @Test func eachPingWakeUpRearmsTheNextPingFromTheFireTime() async throws {
         let scheduler = makeScheduler()
-        await scheduler.setKeepAliveInterval(.seconds(30), for: "reg")
+        await scheduler.setFlowPingInterval(.seconds(30), for: "reg")
         var iterator = wakeUps.stream.makeAsyncIterator()
         var fired: [ContinuousClock.Instant] = []
         for _ in 0..<5 {
@@ -140,7 +140,7 @@ struct KeepAliveSchedulerTests {
     @Test func backgroundPingsShareTheMinimumIntervalWithRefreshes() async throws {
         let scheduler = makeScheduler()
         await scheduler.setAppState(.background)
-        await scheduler.setKeepAliveInterval(.seconds(120), for: "flow")
+        await scheduler.setFlowPingInterval(.seconds(120), for: "flow")
         await scheduler.setExpiry(clock.now + .seconds(900), for: "reg")
         var iterator = wakeUps.stream.makeAsyncIterator()
         var fired: [(ContinuousClock.Instant, WakeUp)] = []
@@ -164,8 +164,8 @@ struct KeepAliveSchedulerTests {
         let scheduler = makeScheduler()
         // Pings at 8–10 s; reg's refresh at 8 s: the first wake-up (at 8 s) takes both pings
         // (inside its 10 s coalescing window) and the refresh.
-        await scheduler.setKeepAliveInterval(.seconds(10), for: "reg")
-        await scheduler.setKeepAliveInterval(.seconds(10), for: "other")
+        await scheduler.setFlowPingInterval(.seconds(10), for: "reg")
+        await scheduler.setFlowPingInterval(.seconds(10), for: "other")
         await scheduler.setExpiry(clock.now + .seconds(30 + 8), for: "reg")
         var iterator = wakeUps.stream.makeAsyncIterator()
         let next = try #require(await scheduler.nextWakeUp)
@@ -177,7 +177,7 @@ struct KeepAliveSchedulerTests {
 
     @Test func servicesWithoutIntervalsCauseNoPingWakeUps() async {
         let scheduler = makeScheduler()
-        await scheduler.setKeepAliveInterval(nil, for: "reg")
+        await scheduler.setFlowPingInterval(nil, for: "reg")
         #expect(await scheduler.nextWakeUp == nil)
         clock.advance(by: .seconds(24 * 3600))
         #expect(await scheduler.wakeUps == 0)

@@ -6,7 +6,7 @@ public import Yams
 ///
 /// Invariant: each helper either returns a value or throws a located ``PolicyFileError``.
 /// Public so other YAML files of the package (the `netres run` config) report errors the same way.
-public struct PolicyReader {
+public struct LocatedYAML {
     public var file: String
 
     public init(file: String) { self.file = file }
@@ -42,6 +42,13 @@ public struct PolicyReader {
         }
     }
 
+    /// Keys the project renamed, old name to new: a file still using an old one gets an
+    /// unknown-key error whose hint names the new key.
+    public static let renamedKeys = [
+        "loss-hold-down": "hold-down", "keep-alive-minimum-interval": "wake-up-minimum-interval",
+        "keep-alive": "flow-ping",
+    ]
+
     /// The entries of a mapping; rejects other node types, non-scalar keys, unknown and repeated keys.
     public func mapping(_ node: Node, keys allowed: [String], what: String) throws(PolicyFileError) -> [Entry] {
         guard case .mapping(let map) = node else {
@@ -58,7 +65,8 @@ public struct PolicyReader {
                 throw fail(
                     .unknownKey, at: keyNode, "unknown key \"\(key.string)\" in \(what)",
                     expected: "one of \(allowed.joined(separator: ", "))",
-                    hint: NameHint.suggestion(for: key.string, among: allowed))
+                    hint: Self.renamedKeys[key.string].flatMap { allowed.contains($0) ? "renamed to \"\($0)\"" : nil }
+                        ?? NameHint.suggestion(for: key.string, among: allowed))
             }
             guard !entries.contains(where: { $0.key == key.string }) else {
                 throw fail(

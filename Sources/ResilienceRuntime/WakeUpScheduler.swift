@@ -1,14 +1,14 @@
 public import ResilienceCore
 
-/// One coalesced timer for every service's refresh deadline and flow keep-alive (ping) deadline.
+/// One coalesced timer with two duties: every service's refresh deadline and flow-ping deadline.
 ///
 /// A service with an expiry is due for refresh at `expires − refreshMargin`. A service with a
-/// keep-alive interval is due for a ping at a random 80–100 % of the interval after it was armed
+/// flow-ping interval is due for a ping at a random 80–100 % of the interval after it was armed
 /// (RFC 5626 §4.4.1), drawn from the seeded generator. Invariants:
 /// - At most one timer is armed, for the earliest refresh or ping instant; with nothing to refresh
 ///   or ping none is armed, so an idle process has zero wake-ups.
 /// - Away from the foreground, wake-ups are at least `minimumBackgroundInterval` apart, and each
-///   one takes every refresh and ping due before the next allowed wake-up (an iOS-style keep-alive
+///   one takes every refresh and ping due before the next allowed wake-up (an iOS-style background
 ///   handler). In the foreground a wake-up takes everything due within `coalescingWindow`.
 /// - Each wake-up reports its refreshes and its pings once, each sorted, through `onDue` (never
 ///   both empty). It forgets the refresh deadlines (the owner re-arms a service by reporting its
@@ -16,7 +16,7 @@ public import ResilienceCore
 /// - A service refreshed in a wake-up is not pinged in it (the refresh is traffic on its flow);
 ///   its next ping is re-armed from the wake-up like a ping's.
 /// - A nil interval or ``remove(_:)`` clears a service's ping.
-public actor KeepAliveScheduler {
+public actor WakeUpScheduler {
     public struct Configuration: Sendable, Hashable {
         /// Refresh this long before expiry.
         public var refreshMargin: Duration
@@ -45,7 +45,7 @@ public actor KeepAliveScheduler {
     private var intervals: [ServiceID: Duration] = [:]
     private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
     private var random: SplitMix64
-    private var inForeground = true
+    private var inForeground: Bool
     private var lastWakeUp: ContinuousClock.Instant?
     private var timer = DeadlineTimer()
     private var stopped = false
@@ -53,13 +53,17 @@ public actor KeepAliveScheduler {
     /// Timer fires so far (each one a process wake-up).
     public private(set) var wakeUps = 0
 
-    /// - Parameter onDue: called on the scheduler with each wake-up's services due for refresh
-    ///   and for a ping.
+    /// - Parameters:
+    ///   - appState: the app state the wake-ups start in (see ``setAppState(_:)``).
+    ///   - onDue: called on the scheduler with each wake-up's services due for refresh and for a
+    ///     ping.
     public init(
-        clock: any RuntimeClock = ContinuousClock(), configuration: Configuration = Configuration(),
+        clock: any RuntimeClock = ContinuousClock(), appState: AppState = .foreground,
+        configuration: Configuration = Configuration(),
         onDue: @escaping @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
     ) {
         self.clock = clock
+        self.inForeground = appState == .foreground
         self.configuration = configuration
         self.onDue = onDue
         var seeder = SystemRandomNumberGenerator()
@@ -77,13 +81,13 @@ public actor KeepAliveScheduler {
 
     /// Sets (or with nil clears) how often a service's flow needs a ping; arms its next ping at a
     /// random 80–100 % of the interval from now.
-    public func setKeepAliveInterval(_ interval: Duration?, for service: ServiceID) {
+    public func setFlowPingInterval(_ interval: Duration?, for service: ServiceID) {
         intervals[service] = interval
         pingAt[service] = interval.map { clock.now + jittered($0) }
         rearm()
     }
 
-    /// When a service's next ping is due, if it has a keep-alive interval.
+    /// When a service's next ping is due, if it has a flow-ping interval.
     public func nextPing(of service: ServiceID) -> ContinuousClock.Instant? { pingAt[service] }
 
     /// Forgets a service.
@@ -94,7 +98,8 @@ public actor KeepAliveScheduler {
         rearm()
     }
 
-    /// Foreground or not decides whether the minimum background interval applies.
+    /// Foreground or not decides whether the minimum background interval applies. The manager
+    /// passes the rules engine's app state after each app event is decided.
     public func setAppState(_ state: AppState) {
         inForeground = state == .foreground
         rearm()

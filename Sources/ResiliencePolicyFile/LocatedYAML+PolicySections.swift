@@ -2,9 +2,9 @@ import ResilienceCore
 import ResilienceRules
 import Yams
 
-extension PolicyReader {
+extension LocatedYAML {
     static let topKeys = [
-        "version", "loss-hold-down", "backoff", "keep-alive-minimum-interval", "refresh-margin", "levels", "rules",
+        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "levels", "rules",
         "extra-rules", "services",
     ]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
@@ -25,9 +25,9 @@ extension PolicyReader {
                 guard try scalar(node, expected: "1") == "1" else {
                     throw fail(.invalidValue, at: node, "unsupported version", expected: "1")
                 }
-            case "loss-hold-down": policy.lossHoldDown = try duration(node, what: "loss-hold-down")
-            case "keep-alive-minimum-interval":
-                policy.keepAliveMinimumInterval = try duration(node, what: "keep-alive-minimum-interval")
+            case "hold-down": policy.holdDown = try duration(node, what: "hold-down")
+            case "wake-up-minimum-interval":
+                policy.wakeUpMinimumInterval = try duration(node, what: "wake-up-minimum-interval")
             case "refresh-margin": policy.refreshMargin = try duration(node, what: "refresh-margin")
             case "backoff": policy.backoff = try backoff(node)
             case "levels": policy.levels = try levels(node)
