@@ -203,7 +203,7 @@ if let fuzzerLibrary = Context.environment["NETRES_FUZZER_LIBRARY"], !fuzzerLibr
     }
     let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
         ("FuzzSIPParser", ["SIPPlugin"]),
-        ("FuzzSIPFramer", ["SIPPlugin"]),
+        ("FuzzSIPFramer", ["SIPPlugin", .product(name: "NIOCore", package: "swift-nio")]),
         ("FuzzDigestChallenge", ["SIPPlugin"]),
         ("FuzzPolicyFile", ["ResiliencePolicyFile", "FuzzSupport"]),
         ("FuzzDaemonConfig", ["ResilienceDaemon", "ResiliencePolicyFile", "FuzzSupport"]),

@@ -40,14 +40,20 @@ done
 bin="$("$SWIFT" build --scratch-path "$scratch" --show-bin-path)"
 
 for target in "${targets[@]}"; do
-    mkdir -p "$scratch/corpus/$target" "$scratch/artifacts/$target"
-    echo "fuzz: $target for ${seconds}s"
+    mkdir -p "$scratch/corpus/$target" "$scratch/artifacts/$target" "$scratch/logs"
+    log="$scratch/logs/$target.log"
+    echo "fuzz: $target for ${seconds}s (log: $log)"
     # -timeout: one input taking 10 s is a hang; -rss_limit_mb: a leak or a runaway allocation.
     # Swift's own crash handler would keep libFuzzer's from saving the input.
     SWIFT_BACKTRACE=enable=no "$bin/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
         -dict="$(dictionary "$target")" -artifact_prefix="$scratch/artifacts/$target/" -print_final_stats=1 \
-        "$scratch/corpus/$target" "Fuzz/Corpus/$target" || {
+        "$scratch/corpus/$target" "Fuzz/Corpus/$target" >"$log" 2>&1 || {
+        tail -n 40 "$log" >&2
         echo "fuzz: $target failed; the input is in $scratch/artifacts/$target/ (Fuzz/README.md: make it a regression test)" >&2
         exit 1
     }
+    # A target that never hands its inputs to libFuzzer exits 0 having tested nothing.
+    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")"
+    [ "${runs:-0}" -gt 0 ] || { echo "fuzz: $target ran no inputs (see $log)" >&2; exit 1; }
+    echo "fuzz: $target: $runs inputs, $(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")/s, no failure"
 done
