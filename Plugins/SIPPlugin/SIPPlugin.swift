@@ -7,7 +7,7 @@ internal import Synchronization
 ///
 /// Services: `<account>.registration` for each account, plus one per configured subscription
 /// (see ``SubscriptionTarget/service(of:)``). The local address comes from the action's
-/// ``PluginContext/path``; the plugin never reads netlink.
+/// `PluginContext/path`; the plugin never reads netlink.
 public final class SIPPlugin: ResiliencePlugin {
     public let id = "sip"
     public let accounts: [SIPAccount]
@@ -30,6 +30,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// - Parameters:
     ///   - accounts: the accounts; names must be unique.
     ///   - timers: RFC 3261 timers (defaults: T1 500 ms, T2 4 s).
+    ///   - logger: SIP transactions and flows log here; never a password.
     public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
         self.accounts = accounts
         self.logger = logger

@@ -6,12 +6,12 @@ public import ResilienceCore
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
 ///
-/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionLayer`` (client
+/// Layers, bottom up: `SIPTransport` (bytes ↔ messages) → `TransactionLayer` (client
 /// transactions: retransmission and matching on the lent clock; server transactions: requests
 /// in order, retransmissions answered from the transaction) → `exchange` (digest challenges) →
 /// registration / subscription / publication state. Dialog usages (INVITE) plug in at the same
 /// level as subscriptions: they build requests and call `exchange`; inbound requests reach them
-/// through ``handle(inbound:)``.
+/// through `handle(inbound:)`.
 public actor SIPUserAgent {
     public nonisolated let account: SIPAccount
     nonisolated let timers: SIPTimers
@@ -44,7 +44,11 @@ public actor SIPUserAgent {
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
 
-    /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
+    /// - Parameters:
+    ///   - account: the account this agent registers and subscribes.
+    ///   - timers: RFC 3261 timers.
+    ///   - logger: SIP transactions and flows log here; never a password.
+    ///   - onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
     ///   unreachable, an unanswered flow ping) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
     ///   - clock: the clock for transaction timers until the runtime lends one with an action.
@@ -69,7 +73,7 @@ public actor SIPUserAgent {
 
     deinit { inboundSession?.sink.finish() }
 
-    /// Lends the runtime's clock to this agent's timers (each action's ``PluginContext/clock``).
+    /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).
     public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
 
     /// The local address the transport is (or will be) bound to, or nil when none is up.

@@ -1,4 +1,5 @@
 import ArgumentParser
+import NetlinkMonitor
 
 /// `netres`: watch the network the way a real-time client needs it, check policies, and run the
 /// resilience manager.
@@ -11,6 +12,10 @@ struct ResilienceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netres",
         abstract: "Keep a real-time client's services alive across network loss and change.",
+        version: "netres \(packageVersion) (libnl \(NetlinkMonitor.libnlVersion))",
         subcommands: [Watch.self, Status.self, WaitOnline.self, Policy.self, Run.self, Ctl.self]
     )
+
+    /// The package's version; bumped with each release tag.
+    static let packageVersion = "0.1.0"
 }

@@ -20,6 +20,10 @@ public import UnixSignals
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - With `metrics` configured, every manager event is counted (``DaemonMetrics``) and served on
+///   `GET /metrics`; the executor records into the same registry.
+/// - Under systemd (`NOTIFY_SOCKET` set) `READY=1` is sent once the first path is known, and with
+///   `WATCHDOG_USEC` set, `WATCHDOG=1` every half interval as long as the manager answers.
 /// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
 ///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
@@ -34,14 +38,21 @@ public final class Daemon: Sendable {
     let events: AsyncStream<ResilienceEvent>
     let logger: Logger
     let hooks: HookRunner?
+    /// The metrics `netres run` exports; nil unless the config has `metrics:`.
+    public let metrics: DaemonMetrics?
+    /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
+    public let metricsEndpoint: MetricsEndpoint?
+    /// Tells systemd when the daemon is ready and that its manager still answers.
+    let systemd: SystemdNotifier?
 
     /// - Parameters:
     ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
+    ///   - environment: where `NOTIFY_SOCKET` and `WATCHDOG_USEC` are read (systemd's `Type=notify`).
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
         config: DaemonConfig, source: (any NetworkEventSource)? = nil, shutdownTimeout: Duration = .seconds(5),
-        output: @escaping Output, logger: Logger
+        environment: [String: String] = SystemdNotifier.processEnvironment, output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
@@ -67,9 +78,13 @@ public final class Daemon: Sendable {
         self.output = output
         self.logger = logger
         self.plugin = SIPPlugin(accounts: accounts, logger: logger)
+        let metrics = config.metrics.map { _ in DaemonMetrics() }
+        self.metrics = metrics
+        self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
-            configuration: .init(shutdownTimeout: shutdownTimeout), logger: logger)
+            configuration: .init(shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory), logger: logger)
+        self.systemd = SystemdNotifier(environment: environment)
         self.events = manager.events()
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
@@ -89,10 +104,14 @@ public final class Daemon: Sendable {
 
     /// The services to run, in start order (shut down in reverse).
     public var services: [any Service] {
-        [
-            EventFollower(daemon: self), ControlServer(path: config.controlSocket) { await self.handle(line: $0) },
-            manager,
-        ]
+        var services: [any Service] = [EventFollower(daemon: self)]
+        if let metricsEndpoint { services.append(metricsEndpoint) }
+        if let systemd, systemd.watchdogInterval != nil {
+            services.append(WatchdogPinger(notifier: systemd, manager: manager))
+        }
+        services.append(ControlServer(path: config.controlSocket) { await self.handle(line: $0) })
+        services.append(manager)
+        return services
     }
 
     /// A group running ``services`` that shuts down gracefully on `signals`.
@@ -143,8 +162,14 @@ struct EventFollower: Service {
 
     func run() async throws {
         var renderer = DaemonLogLine(json: daemon.config.logFormat == .json)
+        var ready = false
         for await event in daemon.events {
             await daemon.output(renderer.render(event))
+            daemon.metrics?.observe(event)
+            if !ready, case .transition = event {
+                ready = true  // the first path is known: `.initial` is always the first transition
+                daemon.systemd?.notify("READY=1")
+            }
             switch event {
             case .action(let action):
                 await daemon.book.record(action)

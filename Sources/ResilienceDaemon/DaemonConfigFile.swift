@@ -51,6 +51,7 @@ public enum DaemonConfigFile {
                 ) { AppState(rawValue: $0) }
             case "policy": config.policyPath = resolve(try reader.scalar(value, expected: "a policy file path"))
             case "hooks": config.hooks = try hooks(value, reader: reader, resolve: resolve)
+            case "metrics": config.metrics = try metrics(value, reader: reader)
             default:  // accounts
                 guard case .sequence(let items) = value else {
                     throw reader.fail(
@@ -73,8 +74,29 @@ public enum DaemonConfigFile {
     }
 
     static let topKeys = [
-        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "accounts",
+        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "policy", "hooks", "metrics",
+        "accounts",
     ]
+
+    /// Reads `metrics: { address, port }`; both optional (loopback, 9464).
+    static func metrics(_ node: Node, reader: LocatedYAML) throws(PolicyFileError) -> MetricsConfig {
+        let entries = try reader.mapping(node, keys: ["address", "port"], what: "metrics")
+        var config = MetricsConfig()
+        for entry in entries {
+            let text = try reader.scalar(entry.value, expected: entry.key == "port" ? "a port" : "an IP address")
+            if entry.key == "address" {
+                config.address = text
+            } else {
+                guard let port = Int(text), (0...65535).contains(port) else {
+                    throw reader.fail(
+                        .invalidValue, at: entry.value, "metrics port \"\(text)\" is not a port",
+                        expected: "a port number from 0 to 65535")
+                }
+                config.port = port
+            }
+        }
+        return config
+    }
 
     /// Reads `hooks: { directory, timeout }`; the directory must exist.
     static func hooks(

@@ -25,9 +25,14 @@ extension ActionExecutor {
     }
 
     /// Whether the next action of a service must wait for the path: retries never run while it
-    /// is unsatisfied, nor do actions decided before the loss.
+    /// is unsatisfied, nor do actions decided before the loss; local actions are never held.
     func isHeld(_ queued: Queued) -> Bool {
-        !pathSatisfied && (queued.isRetry || queued.epoch < epoch)
+        !pathSatisfied && (queued.isRetry || queued.epoch < epoch) && !isLocal(queued.action)
+    }
+
+    /// Whether an action needs no network: a built-in local kind, or one its plugin declares local.
+    func isLocal(_ action: PlannedAction) -> Bool {
+        action.kind.isLocal || route(action)?.localActions.contains(action.kind) == true
     }
 
     /// Starts the service's next action if nothing runs, the path allows it, its retry time has
@@ -153,7 +158,7 @@ extension ActionExecutor {
         var again = queued
         again.attempt += 1
         again.isRetry = true
-        if pathSatisfied {
+        if pathSatisfied || isLocal(queued.action) {
             let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
             again.notBefore = now + delay
         } else {
@@ -163,17 +168,20 @@ extension ActionExecutor {
         slot.pending.insert(again, at: 0)
     }
 
-    /// On loss: cancels running actions of older epochs and stops every retry timer.
+    /// On loss: cancels running actions of older epochs and stops every retry timer, except those
+    /// of local actions.
     func holdEverything(olderThan epoch: NetworkEpoch) {
         for id in Array(active) {
             guard var slot = slots[id] else { continue }
-            if let running = slot.running, running.queued.epoch < epoch {
+            if let running = slot.running, running.queued.epoch < epoch, !isLocal(running.queued.action) {
                 stop(running, outcome: .cancelled)
                 slot.running = nil
             }
-            slot.retryTimer?.cancel()
-            slot.retryTimer = nil
-            if slot.pending.first?.isRetry == true { slot.pending[0].notBefore = nil }
+            if let next = slot.pending.first, !isLocal(next.action) {
+                slot.retryTimer?.cancel()
+                slot.retryTimer = nil
+                if next.isRetry { slot.pending[0].notBefore = nil }
+            }
             store(slot, for: id)
         }
     }

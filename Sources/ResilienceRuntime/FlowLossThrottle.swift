@@ -8,7 +8,7 @@ public import ResilienceRules
 /// - A service's first loss (or its first after `backoff.maximum` without one) is released at
 ///   once, and its count of consecutive losses starts at 1.
 /// - Each further loss within `backoff.maximum` of the previous one raises the count to n and
-///   waits the executor's jittered backoff for n − 1 failures (``BackoffPolicy/delay(afterFailures:using:)``):
+///   waits the executor's jittered backoff for n − 1 failures (`BackoffPolicy/delay(afterFailures:using:)`):
 ///   the second loss waits about `initial`, the next ones grow by `multiplier` up to `maximum`.
 /// - A loss of a service already waiting counts as its latest loss but adds no trigger and no
 ///   delay: the waiting release covers it.

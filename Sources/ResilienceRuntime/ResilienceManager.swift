@@ -21,13 +21,13 @@ public import ServiceLifecycle
 ///   `network.restored` brings the services up later).
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
-///   and every report is applied in order (``PluginReport``).
-/// - A `lost` waits the policy's ``Policy/holdDown`` (on the manager's clock) before it is
+///   and every report is applied in order (`PluginReport`).
+/// - A `lost` waits the policy's `Policy.holdDown` (on the manager's clock) before it is
 ///   decided, unless the interface went admin-down or away (`HoldDown`); sources do not
 ///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
-/// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
+/// - Every loss starts a new `NetworkEpoch`; every decision carries the epoch current then.
 /// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
 ///   events (`handle`, `setAppState`) and path transitions once decided: the app state, the
 ///   interruption and the network path (availability is derived from it) have one owner, the
@@ -104,7 +104,10 @@ public actor ResilienceManager: Service {
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
     ///   - policy: hold-down, backoff, minimum wake-up interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
+    ///   - appState: the app's state at start.
     ///   - clock: every timer of the runtime runs on it.
+    ///   - configuration: timeouts, keep-alive coalescing, jitter seed, metrics, sleep detection.
+    ///   - logger: the manager's, the executor's and the plugins' logs.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
     public init(
         source: any NetworkEventSource,
@@ -122,7 +125,9 @@ public actor ResilienceManager: Service {
         self.configuration = configuration
         self.logger = logger
         self.customDecide = decide
-        self.rules = RulesEngine(policy: policy, appState: appState)
+        self.rules = RulesEngine(
+            policy: policy, appState: appState,
+            localActions: plugins.reduce(into: []) { $0.formUnion($1.localActions) })
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
         self.executor = ActionExecutor(

@@ -54,7 +54,9 @@ public actor WakeUpScheduler {
     public private(set) var wakeUps = 0
 
     /// - Parameters:
+    ///   - clock: the wake-ups run on it.
     ///   - appState: the app state the wake-ups start in (see ``setAppState(_:)``).
+    ///   - configuration: refresh margin, background minimum, coalescing window, jitter seed.
     ///   - onDue: called on the scheduler with each wake-up's services due for refresh and for a
     ///     ping.
     public init(

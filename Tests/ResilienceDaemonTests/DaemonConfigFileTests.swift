@@ -92,6 +92,11 @@ struct DaemonConfigFileTests {
             "hooks zero timeout", "hooks: { directory: /tmp, timeout: 0 }\naccounts: []\n", .invalidValue, 1, 36,
             "must be positive"
         ),
+        ("metrics bad port", "metrics: { port: 99999 }\naccounts: []\n", .invalidValue, 1, 18, "is not a port"),
+        (
+            "metrics unknown key", "metrics: { prot: 9464 }\naccounts: []\n", .unknownKey, 1, 12,
+            "did you mean \"port\"?"
+        ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
         ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
     ]
@@ -123,6 +128,14 @@ struct DaemonConfigFileTests {
             "hooks: { directory: /tmp }\naccounts: []\n", file: "netres.yaml", directory: "/etc")
         #expect(defaults.hooks == HooksConfig(directory: "/tmp", timeout: .seconds(10)))
         #expect(try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/etc").hooks == nil)
+    }
+
+    @Test func metricsAreOffByDefaultAndOnLoopbackWhenOn() throws {
+        let off = try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/tmp")
+        #expect(off.metrics == nil)
+        let on = try DaemonConfigFile.parse(
+            "metrics: { port: 9100 }\naccounts: []\n", file: "netres.yaml", directory: "/tmp")
+        #expect(on.metrics == MetricsConfig(address: "127.0.0.1", port: 9100))
     }
 
     @Test func flowPingDefaultsPerTransportAndCanBeTurnedOff() throws {

@@ -9,7 +9,7 @@ extension SIPUserAgent {
     ///
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
-    /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
+    /// - Throws: a non-retryable `PluginError` when the flow is dead (no answer in time, port
     ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
     public func sendFlowPing(path: NetworkPath) async throws {

@@ -70,7 +70,7 @@ extension SIPUserAgent {
 
     /// Registers (or refreshes) the Contact for the current path. When the address changed, the
     /// same REGISTER removes the old binding (`expires=0`).
-    /// - Throws: ``PluginError``: `retryAfter` for 503 with Retry-After, permanent for 4xx other
+    /// - Throws: `PluginError`: `retryAfter` for 503 with Retry-After, permanent for 4xx other
     ///   than 408/423/480, permanent for rejected credentials.
     public func register(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
