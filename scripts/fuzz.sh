@@ -20,7 +20,9 @@ SWIFT="${SWIFT:-swift}"
 scratch=.build-fuzz
 # libFuzzer without its main (SwiftPM's executables bring their own), from the Swift toolchain.
 toolchain="$(dirname "$(readlink -f "$(command -v "$SWIFT")")")/.."
-runtime="$(ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-"$(uname -m)".a 2>/dev/null | head -1)"
+# (Older compiler-rt layout first, then the per-target one.)
+runtime="$(ls "$toolchain"/lib/clang/*/lib/linux/libclang_rt.fuzzer_no_main-"$(uname -m)".a \
+    "$toolchain"/lib/clang/*/lib/"$(uname -m)"-*-linux-gnu/libclang_rt.fuzzer_no_main.a 2>/dev/null | head -1 || true)"
 [ -n "$runtime" ] || { echo "fuzz: no libclang_rt.fuzzer_no_main in $toolchain/lib/clang" >&2; exit 1; }
 export NETRES_FUZZER_LIBRARY="$runtime"
 
