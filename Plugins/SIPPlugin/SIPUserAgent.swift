@@ -31,6 +31,8 @@ public actor SIPUserAgent {
     var push: PushParameters?
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
+    /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
+    var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
@@ -65,7 +67,7 @@ public actor SIPUserAgent {
         let lent = LentClock(clock)
         self.clock = lent
         self.throttledLog = ThrottledLog(logger: logger, clock: lent)
-        self.serverTransactions = ServerTransactionTable(timers: timers)
+        self.serverTransactions = ServerTransactionTable(timers: timers, clock: lent)
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
@@ -148,6 +150,7 @@ public actor SIPUserAgent {
             if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         }
         let services = servicesOnFlow
+        subscriptionsLostTheirFlow()
         logger.warning(
             "sip.flow-lost",
             metadata: [

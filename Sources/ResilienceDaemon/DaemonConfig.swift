@@ -26,6 +26,9 @@ public struct DaemonConfig: Hashable, Sendable {
     public var accounts: [DaemonAccount]
     /// Hook scripts run on every path transition; nil runs none.
     public var hooks: HooksConfig?
+    /// Where each account's `+sip.instance` is kept across restarts (``InstanceStore``); nil
+    /// keeps none (a config file defaults to ``defaultStateDirectory``).
+    public var stateDirectory: String?
     /// The Prometheus endpoint; nil (the default) serves none.
     public var metrics: MetricsConfig?
 
@@ -33,6 +36,7 @@ public struct DaemonConfig: Hashable, Sendable {
         logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
         policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil,
+        stateDirectory: String? = nil,
         metrics: MetricsConfig? = nil
     ) {
         self.metrics = metrics
@@ -44,9 +48,11 @@ public struct DaemonConfig: Hashable, Sendable {
         self.policyPath = policyPath
         self.accounts = accounts
         self.hooks = hooks
+        self.stateDirectory = stateDirectory
     }
 
     public static let defaultControlSocket = "/run/netres/control.sock"
+    public static let defaultStateDirectory = "/var/lib/netres"
 }
 
 /// One account of the config: the SIP account plus where its push token lives.

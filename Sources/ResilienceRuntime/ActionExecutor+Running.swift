@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
@@ -8,6 +9,13 @@ import ResilienceCore
 extension ActionExecutor {
     func replacePending(of id: ServiceID, with queued: [Queued]) {
         var slot = slots[id] ?? Slot()
+        // A batch that only pings the flow never replaces other work of the service (a register
+        // waiting for its retry, a running one): that work goes through the flow too, and a ping
+        // that succeeded on a new flow would leave the service unbound while looking healthy.
+        if queued.allSatisfy({ $0.action.kind == .pingFlow }), slot.hasWork(otherThan: .pingFlow) {
+            for dropped in queued { report(dropped, .superseded) }
+            return
+        }
         for old in slot.pending { report(old, .superseded) }
         // A running action the new batch does again is working from stale facts (the address it
         // binds, a flow that may be gone): stop it so the new batch starts now, not when the old
@@ -159,8 +167,17 @@ extension ActionExecutor {
         again.attempt += 1
         again.isRetry = true
         if pathSatisfied || isLocal(queued.action) {
-            let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
-            again.notBefore = now + delay
+            if let asked = error.retryAfter, asked > configuration.backoff.maximum {
+                logger.notice(
+                    "retry-after capped at the backoff maximum",
+                    metadata: [
+                        "service.id": "\(queued.action.service)", "retry-after": "\(asked)",
+                        "capped": "\(configuration.backoff.maximum)",
+                    ])
+            }
+            let delay = configuration.backoff.retryDelay(
+                afterFailures: slot.failures, retryAfter: error.retryAfter, using: &random)
+            again.notBefore = now.adding(clamped: delay)
         } else {
             again.notBefore = nil
         }
@@ -275,6 +292,11 @@ extension Duration {
 }
 
 extension ActionExecutor.Slot {
+    /// Whether an action of another kind runs or waits here.
+    func hasWork(otherThan kind: ActionKind) -> Bool {
+        running.map { $0.queued.action.kind != kind } == true || pending.contains { $0.action.kind != kind }
+    }
+
     /// Whether this (prerequisite) service still has work that must finish before `action`:
     /// anything from an older batch, or from the same batch unless it waits for `action`'s service.
     func blocks(_ action: ActionExecutor.Queued) -> Bool {

@@ -19,6 +19,12 @@ extension ResilienceEvent {
         return nil
     }
 
+    /// What flap damping held or released; nil for other events.
+    public var damping: DampingEvent? {
+        if case .damping(let event) = self { return event }
+        return nil
+    }
+
     /// Whether a lost and a restored were dropped as a pair (``flapCoalesced(lost:restored:)``).
     public var isFlapCoalesced: Bool {
         if case .flapCoalesced = self { return true }

@@ -34,9 +34,8 @@ struct MetricsEndpointTests {
         let directory = "/tmp/netres-metrics-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = try DaemonConfigFile.parse(
-            "control-socket: ctl.sock\nmetrics: { port: 0 }\naccounts: []\n", file: directory + "/netres.yaml",
-            directory: directory)
+        let config = try configWithoutAccounts(
+            "control-socket: ctl.sock\nmetrics: { port: 0 }\n", file: directory + "/netres.yaml", directory: directory)
         #expect(config.metrics == MetricsConfig(address: "127.0.0.1", port: 0))
         let network = ScriptedNetworkSource()
         let (stream, output) = AsyncStream<String>.makeStream()

@@ -67,8 +67,8 @@ struct SystemdNotifierTests {
         let directory = "/tmp/netres-notify-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let config = try DaemonConfigFile.parse(
-            "control-socket: ctl.sock\naccounts: []\n", file: directory + "/netres.yaml", directory: directory)
+        let config = try configWithoutAccounts(
+            "control-socket: ctl.sock\n", file: directory + "/netres.yaml", directory: directory)
         var logger = Logger(label: "notify-test")
         logger.logLevel = .warning
         let daemon = try Daemon(

@@ -41,10 +41,10 @@ struct ResilienceManagerTests {
     init() { source = ScriptedNetworkSource(clock: clock) }
 
     func start(
-        _ services: [ClientService]
+        _ services: [ClientService], damping: FlapDampingPolicy = FlapDampingPolicy()
     ) async throws -> (ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
         let manager = ResilienceManager(
-            source: source, policy: Policy(holdDown: .zero), plugins: [sip, http], clock: clock,
+            source: source, policy: Policy(holdDown: .zero, flapDamping: damping), plugins: [sip, http], clock: clock,
             configuration: .init(randomSeed: 7), logger: quiet, decide: testDecide)
         for service in services { await manager.register(service) }
         let events = EventRecorder.recording(manager.events())
@@ -99,7 +99,8 @@ struct ResilienceManagerTests {
     func aFlapStormCoalescesAndEveryServiceEndsRegisteredOnce(paced: Bool) async throws {
         let services = (0..<5).map { ClientService(id: ServiceID("r\($0)"), kind: .registration) }
         for service in services { sip.program([.gate], for: service.id) }
-        let (_, events, group, run) = try await start(services)
+        // Damping off: this is about coalescing and epochs (ManagerDampingTests bound the storm's cost).
+        let (_, events, group, run) = try await start(services, damping: .off)
         for round in 1...50 {
             await source.lose(.noCarrier)
             if paced { try await events.wait { $0.filter(\.isNetworkDecision).count == 2 * round - 1 } }
