@@ -212,6 +212,7 @@ if let fuzzerLibrary = Context.environment["NETRES_FUZZER_LIBRARY"], !fuzzerLibr
         ("FuzzSIPParser", ["SIPPlugin"]),
         ("FuzzSIPFramer", ["SIPPlugin", .product(name: "NIOCore", package: "swift-nio")]),
         ("FuzzDigestChallenge", ["SIPPlugin"]),
+        ("FuzzSDP", ["SIPPlugin"]),
         ("FuzzPolicyFile", ["ResiliencePolicyFile", "FuzzSupport"]),
         ("FuzzDaemonConfig", ["ResilienceDaemon", "ResiliencePolicyFile", "FuzzSupport"]),
     ]

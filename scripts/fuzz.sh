@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-30}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(FuzzSIPParser FuzzSIPFramer FuzzDigestChallenge FuzzPolicyFile FuzzDaemonConfig)
+[ ${#targets[@]} -gt 0 ] || targets=(FuzzSIPParser FuzzSIPFramer FuzzDigestChallenge FuzzSDP FuzzPolicyFile FuzzDaemonConfig)
 [[ "$seconds" =~ ^[0-9]+$ ]] && [ "$seconds" -ge 1 ] && [ "$seconds" -le 86400 ] || {
     echo "fuzz: SECONDS must be a whole number from 1 to 86400, got '$seconds'" >&2
     exit 2
@@ -30,6 +30,7 @@ dictionary() {
     case "$1" in
         FuzzSIPParser | FuzzSIPFramer) echo Fuzz/Dictionaries/sip.dict ;;
         FuzzDigestChallenge) echo Fuzz/Dictionaries/digest.dict ;;
+        FuzzSDP) echo Fuzz/Dictionaries/sdp.dict ;;
         FuzzPolicyFile | FuzzDaemonConfig) echo Fuzz/Dictionaries/yaml.dict ;;
         *) echo "fuzz: unknown target $1" >&2; exit 2 ;;
     esac
