@@ -2,6 +2,7 @@ public import Logging
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
+import ResilienceOutput
 public import ResiliencePolicyFile
 import ResilienceRules
 public import ResilienceRuntime
