@@ -212,3 +212,39 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md). They exist only when NETRES_FUZZER_LIBRARY names libFuzzer's
+// runtime without `main` (libclang_rt.fuzzer_no_main-ARCH.a; `scripts/fuzz.sh` finds it and builds
+// in .build-fuzz), so the ordinary build and `swift test` never see them. Then this package's own
+// modules are compiled with `-sanitize=fuzzer` (coverage for libFuzzer), and each target's
+// `main.swift` hands its test function to libFuzzer's driver through CFuzzerDriver. Linking
+// `-sanitize=fuzzer` instead would force in libFuzzer's `main`, which clashes with SwiftPM's.
+if let fuzzerLibrary = Context.environment["NETRES_FUZZER_LIBRARY"], !fuzzerLibrary.isEmpty {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer"])]
+    }
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzSIPParser", ["SIPPlugin"]),
+        ("FuzzSIPFramer", ["SIPPlugin", .product(name: "NIOCore", package: "swift-nio")]),
+        ("FuzzDigestChallenge", ["SIPPlugin"]),
+        ("FuzzSDP", ["SIPPlugin"]),
+        ("FuzzPolicyFile", ["ResiliencePolicyFile", "FuzzSupport"]),
+        ("FuzzDaemonConfig", ["ResilienceDaemon", "ResiliencePolicyFile", "FuzzSupport"]),
+    ]
+    package.targets.append(.target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"))
+    // Checks more than one target makes.
+    package.targets.append(
+        .target(
+            name: "FuzzSupport", dependencies: ["ResiliencePolicyFile"], path: "Fuzz/FuzzSupport",
+            swiftSettings: strictSettings))
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name, dependencies: ["CFuzzerDriver"] + target.dependencies,
+                path: "Fuzz/\(target.name)", swiftSettings: strictSettings + [.unsafeFlags(["-sanitize=fuzzer"])],
+                // libFuzzer is C++.
+                linkerSettings: [.unsafeFlags(["-Xlinker", fuzzerLibrary]), .linkedLibrary("stdc++")]
+            ))
+        package.products.append(.executable(name: target.name, targets: [target.name]))
+    }
+}

@@ -213,6 +213,17 @@ struct DaemonConfigFileTests {
         #expect(config.accounts.first?.account.password == "from-file-secret")
     }
 
+    /// Found by FuzzDaemonConfig: after a bare CR (a line break to libyaml, not to an editor) the
+    /// unknown key below was reported at line 4 of a 2-line file.
+    @Test func aBareCarriageReturnIsRejectedOnTheLineAnEditorShows() {
+        #expect {
+            _ = try DaemonConfigFile.parse("hold-down: 2s\r\r\rbogus: 1\n", file: "c.yaml", directory: "/nonexistent")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            return (error.code, error.line, error.column) == (.syntax, 1, 14)
+        }
+    }
+
     @Test func theExampleConfigParses() throws {
         let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("examples/netres.yaml")
