@@ -16,6 +16,7 @@ struct RegistrarFaultTests {
             try await registrar.inject(.dropNextRegisterOK)
             let config = lab.directory + "/bob.yaml"
             try """
+            control-socket: \(lab.directory)/bob.sock
             interfaces: [wifi, cell]
             hold-down: 0
             accounts: [{name: bob, registrar: \(registrar.address), domain: \(registrar.address), user: bob,
@@ -23,12 +24,13 @@ struct RegistrarFaultTests {
             """.write(toFile: config, atomically: true, encoding: .utf8)
             try await lab.spawn(
                 in: f.phone, [Self.netres, "run", "--config", config], output: lab.directory + "/bob.log")
-            let bound = try await eventually(within: .seconds(20)) {
+            let bound = try await eventually(within: .seconds(30)) {
                 try await registrar.bindings().contains { $0.contact.contains("bob@") }
                     && registrar.requests().contains { $0.kind == "REGISTERED" }
             }
             let kinds = registrar.requests().map(\.kind)
-            #expect(bound, "registrar saw \(kinds)")
+            let client = (try? String(contentsOfFile: lab.directory + "/bob.log", encoding: .utf8)) ?? ""
+            #expect(bound, "registrar saw \(kinds); netres: \(client.suffix(1200))")
             let unavailable = try #require(kinds.firstIndex(of: "FAULT503"))
             let dropped = try #require(kinds.firstIndex(of: "FAULTDROP200"))
             #expect(unavailable < dropped && dropped < kinds.lastIndex(of: "REGISTERED")!)
