@@ -23,7 +23,8 @@ enum LabCommand {
     static func run(
         _ argv: [String], input: String = "", timeout: Duration = .seconds(20), seed: UInt64 = 0
     ) async throws -> String {
-        let base = NSTemporaryDirectory() + "netlab-cmd-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        // Named like every lab object (owner PID first), so a killed owner's files are collected too.
+        let base = NSTemporaryDirectory() + "\(LabOwnership.prefix)\(getpid())-cmd-\(UInt32.random(in: 0...UInt32.max))"
         let (inPath, outPath, errPath) = (base + ".in", base + ".out", base + ".err")
         defer { for path in [inPath, outPath, errPath] { unlink(path) } }
         _ = FileManager.default.createFile(atPath: inPath, contents: Data(input.utf8))

@@ -63,7 +63,7 @@ public enum LabOwnership {
     static func killProcesses(inNamespace namespace: String) {
         guard let ip = LabCommand.ip else { return }
         for _ in 0..<4 {
-            let path = NSTemporaryDirectory() + "netlab-pids-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+            let path = NSTemporaryDirectory() + "\(prefix)\(getpid())-pids-\(UInt32.random(in: 0...UInt32.max))"
             defer { unlink(path) }
             guard let child = try? ChildProcessLauncher.spawn([ip, "netns", "pids", namespace], output: path) else {
                 return
