@@ -2,6 +2,7 @@ public import Logging
 internal import NIOCore
 internal import NIOPosix
 public import ResilienceCore
+internal import Synchronization
 
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
@@ -34,6 +35,13 @@ public actor SIPUserAgent {
     /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
+    /// The calls not yet ended, each owning one dialog of `dialogs`.
+    var calls: [CallID: SIPCall] = [:]
+    /// Every change of every call, in order; keeps the newest 256 when nobody reads.
+    public nonisolated let callEvents: AsyncStream<CallEvent>
+    nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
+    /// The plugin's listener for call changes (service reports); set once, by ``SIPPlugin``.
+    nonisolated let callObserver = Mutex<(@Sendable (CallEvent) -> Void)?>(nil)
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
     var pongGeneration: UInt64 = 0
@@ -71,9 +79,15 @@ public actor SIPUserAgent {
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
+        (callEvents, callEventSink) = AsyncStream.makeStream(of: CallEvent.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     deinit { inboundSession?.sink.finish() }
+
+    /// Sets the listener that hears every call event (besides ``callEvents``).
+    nonisolated func observeCalls(_ observer: @escaping @Sendable (CallEvent) -> Void) {
+        callObserver.withLock { $0 = observer }
+    }
 
     /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).
     public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
@@ -252,7 +266,7 @@ public actor SIPUserAgent {
         throw PluginError.permanent("\(method): too many authentication rounds")
     }
 
-    private func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
+    func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
         guard var state = auth else { return nil }
         state.nonceCount += 1
         auth = state
