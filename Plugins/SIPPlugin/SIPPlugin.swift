@@ -16,11 +16,11 @@ public final class SIPPlugin: ResiliencePlugin {
     private let routes: Mutex<SIPRouteTable>
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
-    /// What the agents learned, for the manager (see ``PluginReport``):
+    /// What the agents learned, for the manager (see `PluginReport`):
     /// - `.serviceChanged` after every action that changed a service: a registration's granted
     ///   expiry and keep-alive interval (the registrar's Flow-Timer, else the account's), a
     ///   subscription's granted expiry, and both cleared by unregister/unsubscribe; instants are
-    ///   the action's ``PluginContext/now`` plus the granted seconds (clamped by the agent);
+    ///   the action's `PluginContext.now` plus the granted seconds (clamped by the agent);
     /// - `.flowLost` for each flow the server ended, and for a subscription the notifier ended
     ///   (RFC 6665 §4.1.3), so the runtime re-subscribes (or records the permanent failure).
     ///

@@ -2,6 +2,7 @@ public import Logging
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
+import ResilienceOutput
 public import ResiliencePolicyFile
 import ResilienceRules
 public import ResilienceRuntime
@@ -14,7 +15,7 @@ public import UnixSignals
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
 /// - Expiries and flow-ping intervals reach the manager from the plugin itself
-///   (``SIPPlugin/reports``); the daemon only logs events, feeds the status book and the hooks.
+///   (`SIPPlugin.reports`); the daemon only logs events, feeds the status book and the hooks.
 ///   It uses SIPPlugin to build the plugin and through the plugin's methods, never an agent.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.

@@ -44,7 +44,11 @@ public struct Dialog: Hashable, Sendable {
     public let isSecure: Bool
 
     /// A new dialog this end opens (an outgoing SUBSCRIBE or INVITE), not yet confirmed.
-    /// - Parameter localCSeq: the CSeq already used (0 for a new Call-ID), clamped to ``maximumCSeq``.
+    /// - Parameters:
+    ///   - callID: the Call-ID of the request that opens it.
+    ///   - localTag: this end's tag (the From tag of that request).
+    ///   - isSecure: true when it was opened over a `sips:` URI.
+    ///   - localCSeq: the CSeq already used (0 for a new Call-ID), clamped to ``maximumCSeq``.
     public init(callID: String, localTag: String, isSecure: Bool = false, localCSeq: UInt32 = 0) {
         self.callID = callID
         self.localTag = localTag

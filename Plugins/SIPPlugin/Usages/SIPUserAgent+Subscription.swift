@@ -11,8 +11,8 @@ extension SIPUserAgent {
     /// registrar sees the REGISTER first). A refresh answered with 481 recreates the
     /// dialog once; so does the first SUBSCRIBE after the subscription's flow was lost (the
     /// notifier may have lost it too). After a terminating NOTIFY (RFC 6665 §4.1.3) it opens a
-    /// new dialog, first waiting once as the NOTIFY asked (see ``SubscriptionState/ResubscribeWait``);
-    /// a notifier that ended it with `rejected`/`noresource`/`invariant` makes this throw a
+    /// new dialog, first waiting once as the NOTIFY asked (at once, after the clamped
+    /// `retry-after`, or after the executor's backoff); a notifier that ended it with `rejected`/`noresource`/`invariant` makes this throw a
     /// permanent error until the plugin is reconfigured.
     public func subscribe(_ target: SubscriptionTarget, service: ServiceID, path: NetworkPath) async throws {
         let resource = subscriptions[service]?.resource ?? target.resource ?? account.addressOfRecord
