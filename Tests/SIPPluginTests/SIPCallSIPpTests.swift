@@ -144,4 +144,21 @@ struct SIPCallSIPpTests {
             await agent.close()
         }
     }
+
+    @Test func hangingUpWhileRingingCancelsTheInvite() async throws {
+        try await withSIPp("uas-cancel") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let recorder = Recorder(agent)
+            let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
+            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+            let call = try #require(ringing?.call)
+            try await agent.hangUp(call, path: loopbackPath())
+            await #expect(throws: PluginError.self) { try await placing.value }
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(recorder.events.map(\.phase) == [.outgoing, .outgoing, .ended])
+            #expect(recorder.events.last?.reason == "CANCEL")
+            #expect(sipp.received("CANCEL") == 1)
+            await agent.close()
+        }
+    }
 }

@@ -53,21 +53,30 @@ extension SIPUserAgent {
     }
 
     /// Withdraws `reason` for holding the call; the last reason gone resumes it with `sendrecv`.
+    /// A call that stays held (the user still holds it) is re-offered as held only when the
+    /// address moved: the policy drops a restore's `reinvite-call` that a `resume-call` covers.
     public func resume(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
         guard var call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
         guard call.holdReasons.remove(reason) != nil else { return }
         calls[id] = call
-        guard call.holdReasons.isEmpty else { return }
+        let flow = try await flow(for: path)
+        guard call.holdReasons.isEmpty else {
+            if call.offerAnswer.lastSent?.connection?.address != flow.localHost {
+                try await sendInvite(id, over: flow, hold: true)
+            }
+            return
+        }
         do {
-            try await sendInvite(id, over: try await flow(for: path), hold: false)
+            try await sendInvite(id, over: flow, hold: false)
         } catch {
             calls[id]?.holdReasons.insert(reason)
             throw error
         }
     }
 
-    /// Ends a call: BYE when confirmed, CANCEL is not sent for a call still ringing out (it is
-    /// ended locally), a final 603 for an incoming one not yet answered.
+    /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
+    /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
+    /// an incoming one not yet answered.
     public func hangUp(_ id: CallID, path: NetworkPath) async throws {
         guard let call = calls[id] else { return }
         if let pending = call.pendingInvite {
@@ -77,16 +86,36 @@ extension SIPUserAgent {
             end(id, trigger: "api", reason: "603")
             return
         }
+        let flow = try await flow(for: path)
         guard call.dialogID.remoteTag != nil else {
-            end(id, trigger: "api", reason: "hung up before answer")
+            // Still ringing out: CANCEL it (§9.1); the INVITE's 487 then ends nothing more.
+            end(id, trigger: "api", reason: "CANCEL")
+            if let invite = call.outgoingInvite { try await sendCancel(of: invite, over: flow) }
             return
         }
-        let flow = try await flow(for: path)
         let request = inDialogRequest("BYE", call: call, flow: flow)
         // The dialog leaves the table with the call; the BYE's CSeq continues from its copy.
         guard var dialog = dialogs[call.dialogID] else { return }
         end(id, trigger: "api", reason: "BYE")
         _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) { dialog.nextLocalCSeq() }
+    }
+
+    /// CANCEL for an INVITE still without a final response (§9.1): the INVITE's Request-URI,
+    /// top Via (same branch), Route, From, To and Call-ID, its CSeq number with method CANCEL.
+    private func sendCancel(of invite: SIPMessage, over flow: SIPTransport) async throws {
+        var cancel = SIPMessage.request("CANCEL", uri: invite.requestURI ?? "")
+        if let via = invite.headers["Via"] { cancel.headers.add("Via", via) }
+        for name in ["Max-Forwards", "From", "To", "Call-ID"] {
+            if let value = invite.headers[name] { cancel.headers.add(name, value) }
+        }
+        for route in invite.headers.values("Route") { cancel.headers.add("Route", route) }
+        cancel.headers.add("CSeq", "\(invite.cseq?.number ?? 1) CANCEL")
+        do {
+            _ = try await runNonInviteTransaction(cancel, over: flow, table: table, timers: timers, clock: clock)
+        } catch {
+            throw PluginError(
+                "no answer to the CANCEL of \(invite.headers["Call-ID"].map { LogText.escaped($0, limit: 64) } ?? "?")")
+        }
     }
 
     /// A request in the call's dialog (§12.2.1.1): Request-URI the remote target, Route the
@@ -145,7 +174,9 @@ extension SIPUserAgent {
                 request.headers.add(credentials.name, credentials.value)
             }
             request.body = invite.body
+            if !isReinvite { calls[id]?.outgoingInvite = request }
             let final = await runInvite(request, call: id, over: flow)
+            calls[id]?.outgoingInvite = nil
             guard let response = final else {
                 calls[id]?.offerAnswer.rollback()
                 if isReinvite { throw PluginError("no answer to the re-INVITE of call \(id)") }
