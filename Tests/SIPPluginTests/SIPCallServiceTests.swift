@@ -79,37 +79,66 @@ struct SIPCallServiceTests {
         await agent.close()
     }
 
-    /// Through the test registrar (Kamailio record-routes and relays the INVITE to sipp): the
-    /// call is placed from 127.0.0.1; the address "changes" to 127.0.0.2 (a second loopback
-    /// address); the registration moves first, then `reinvite-call` re-INVITEs with the new
-    /// Contact and `c=` (sipp checks both), and the media session rebinds there.
-    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
-    func reinviteCallAfterAnAddressChangeCarriesTheNewContactAndSDP() async throws {
+    /// A registered account of a plugin whose flow goes through the test registrar (Kamailio
+    /// record-routes and relays the INVITE to sipp), and a far end running `scenario`.
+    func withProxiedCall(
+        _ scenario: String, _ body: (KamailioHarness, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
+    ) async throws {
         let kamailio = try KamailioHarness()
         defer { kamailio.stop() }
-        let sipp = try SIPpHarness(scenario: "uas-reinvite")
+        let sipp = try SIPpHarness(scenario: scenario)
         defer { sipp.stop() }
         let user = uniqueUser("mover")
         let account = SIPAccount(
             name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, user: user, domain: "127.0.0.1",
             password: "secret-\(user)")
         let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
-        let agent = try #require(plugin.agent(for: user))
         try await plugin.perform(action(.register, account.registrationService), context: context())
-        let media = RTPEchoSession()
-        let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", media: media, path: loopbackPath())
-        #expect(await media.localAddress == "127.0.0.1")
+        try await body(kamailio, sipp, plugin, account)
+        await plugin.agent(for: user)?.close()
+    }
 
-        // The executor's order: the account's registration, then its calls.
-        try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
-        try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
-        #expect(await media.localAddress == "127.0.0.2", "media rebound to the new address")
-        #expect(await agent.activeCalls[call] == .active)
-        #expect(try kamailio.boundContacts().allSatisfy { $0.contains("@127.0.0.2:") })
-        try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
-        #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
-        // The registrar relayed the INVITE and the re-INVITE (its log is the witness).
-        #expect(kamailio.requestCount(method: "INVITE", user: user) == 2)
-        await agent.close()
+    /// The call is placed from 127.0.0.1; the address "changes" to 127.0.0.2 (a second loopback
+    /// address); the registration moves first, then `reinvite-call` re-INVITEs with the new
+    /// Contact and `c=` (sipp checks both), and the media session rebinds there.
+    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    func reinviteCallAfterAnAddressChangeCarriesTheNewContactAndSDP() async throws {
+        try await withProxiedCall("uas-reinvite") { kamailio, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let media = RTPEchoSession()
+            let call = try await agent.placeCall(
+                to: "sip:far@127.0.0.1:\(sipp.port)", media: media, path: loopbackPath())
+            #expect(await media.localAddress == "127.0.0.1")
+
+            // The executor's order: the account's registration, then its calls.
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(await media.localAddress == "127.0.0.2", "media rebound to the new address")
+            #expect(await agent.activeCalls[call] == .active)
+            #expect(try kamailio.boundContacts().allSatisfy { $0.contains("@127.0.0.2:") })
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            // The registrar relayed the INVITE and the re-INVITE (its log is the witness).
+            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 2)
+        }
+    }
+
+    /// A call the user held, also held by an interruption, when the path comes back at a new
+    /// address: the policy plans `resume-call` (which covers `reinvite-call`); the user still
+    /// holds it, so it is re-offered as held (sendonly) from the new address, not resumed.
+    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    func aUserHeldCallMovesHeldWhenTheInterruptionsResumeCoversTheReinvite() async throws {
+        try await withProxiedCall("uas-held-move") { kamailio, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            try await agent.hold(call, reason: .user, path: loopbackPath())
+            try await plugin.perform(action(.holdCall, account.callService(call)), context: context())
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.resumeCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(await agent.activeCalls[call] == .held)
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 3)
+        }
     }
 }
