@@ -161,4 +161,21 @@ struct SIPCallSIPpTests {
             await agent.close()
         }
     }
+
+    @Test func theFarEndsHoldAndUpdateAreAnsweredAndReported() async throws {
+        try await withSIPp("uas-remote-hold") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let recorder = Recorder(agent)
+            let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            _ = await recorder.events(until: { $0.phase == .remotelyHeld })
+            #expect(await agent.activeCalls[call] == .remotelyHeld)
+            try await agent.hold(call, path: loopbackPath())  // must offer inactive: sipp checks
+            // The far end's UPDATE (sendrecv) does not resume a call this end holds.
+            let phases = await recorder.events(until: { _ in recorder.events.count >= 5 }).map(\.phase)
+            #expect(phases == [.outgoing, .active, .remotelyHeld, .held, .held])
+            try await agent.hangUp(call, path: loopbackPath())
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            await agent.close()
+        }
+    }
 }

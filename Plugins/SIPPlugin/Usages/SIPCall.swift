@@ -102,7 +102,7 @@ enum GlareWait {
 }
 
 extension CallPhase {
-    /// The call state the policy keys on (``ClientService``'s kind); nil once the call ended.
+    /// The call state the policy keys on (`ClientService`'s kind); nil once the call ended.
     public var serviceState: ResilienceCore.CallState? {
         switch self {
         case .outgoing: .progressing

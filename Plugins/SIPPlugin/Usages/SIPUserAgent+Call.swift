@@ -9,7 +9,7 @@ extension SIPUserAgent {
 
     /// Places a call to `target` through the account's flow (the registrar is the outbound
     /// proxy) with `media` giving the offer. Returns once the call is answered and ACKed.
-    /// - Throws: ``PluginError``: permanent when the far end rejects the call (the call is
+    /// - Throws: `PluginError`: permanent when the far end rejects the call (the call is
     ///   reported ended with the status), retryable when no answer came in time.
     @discardableResult
     public func placeCall(to target: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath)
