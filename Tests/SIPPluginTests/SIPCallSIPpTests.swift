@@ -178,4 +178,25 @@ struct SIPCallSIPpTests {
             await agent.close()
         }
     }
+
+    @Test func aPendingReinviteIsCancelledBeforeTheNewOneGoes() async throws {
+        try await withSIPp("uas-supersede") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            let first = Task { try await agent.reinvite(call, path: loopbackPath()) }
+            // The far end has the first re-INVITE (and answered only 100) before the network
+            // "changes again".
+            #expect(await eventually(within: 10) { sipp.received("INVITE") == 2 })
+            try await agent.reinvite(call, path: loopbackPath())
+            await #expect(throws: PluginError.self, "the superseded re-INVITE ended with 487") {
+                try await first.value
+            }
+            #expect(await agent.activeCalls[call] == .active)
+            try await agent.hangUp(call, path: loopbackPath())
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("CANCEL") == 1)
+            #expect(sipp.received("INVITE") == 3)
+            await agent.close()
+        }
+    }
 }

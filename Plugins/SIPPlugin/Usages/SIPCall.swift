@@ -76,7 +76,7 @@ struct SIPCall {
     var inviteInFlight = false
     /// An incoming INVITE not yet answered: its transaction and the request itself.
     var pendingInvite: (request: SIPMessage, transaction: ServerTransaction)?
-    /// Our initial INVITE while it has no final response (what a CANCEL copies).
+    /// Our INVITE or re-INVITE while it has no final response (what a CANCEL copies).
     var outgoingInvite: SIPMessage?
     /// Our 2xx to an INVITE waiting for its ACK (CSeq number); nil when none.
     var awaitingAck: UInt32?

@@ -174,7 +174,7 @@ extension SIPUserAgent {
                 request.headers.add(credentials.name, credentials.value)
             }
             request.body = invite.body
-            if !isReinvite { calls[id]?.outgoingInvite = request }
+            calls[id]?.outgoingInvite = request
             let final = await runInvite(request, call: id, over: flow)
             calls[id]?.outgoingInvite = nil
             guard let response = final else {
@@ -304,11 +304,26 @@ extension SIPUserAgent {
     /// Re-INVITEs an established call over the flow for `path` (after an address change or a
     /// restored path): new Contact, new `c=`/`m=` from the media session (which rebinds), the
     /// same hold state (a held call is re-offered as held).
+    ///
+    /// A re-INVITE of ours still pending (the network changed again) is superseded: CANCELled
+    /// when it went out on this same flow (a flow that was replaced took its transaction with
+    /// it), and awaited for at most 64×T1 before the new one goes.
     public func reinvite(_ id: CallID, path: NetworkPath) async throws {
         guard let call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
             throw PluginError.permanent("no established call \(id)")
         }
-        try await sendInvite(id, over: try await flow(for: path), hold: !call.holdReasons.isEmpty)
+        let flow = try await flow(for: path)
+        if call.inviteInFlight, let pending = call.outgoingInvite {
+            logger.notice("sip.call-reinvite-superseded", metadata: ["call": "\(id)"])
+            if pending.headers["Via"]?.contains(" \(flow.sentBy);") == true {
+                try? await sendCancel(of: pending, over: flow)
+            }
+            let deadline = clock.now + timers.transactionTimeout
+            while calls[id]?.inviteInFlight == true, clock.now < deadline {
+                try await clock.sleep(until: clock.now + timers.t1, tolerance: nil)
+            }
+        }
+        try await sendInvite(id, over: flow, hold: !(calls[id]?.holdReasons.isEmpty ?? true))
     }
 
     /// The call is over: its dialog leaves the table, its media closes, the end is reported.
