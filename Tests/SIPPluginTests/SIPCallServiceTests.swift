@@ -118,8 +118,9 @@ struct SIPCallServiceTests {
             #expect(try kamailio.boundContacts().allSatisfy { $0.contains("@127.0.0.2:") })
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
-            // The registrar relayed the INVITE and the re-INVITE (its log is the witness).
-            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 2)
+            // The registrar challenged the first INVITE (407), then relayed it with credentials
+            // and the re-INVITE (its log is the witness: three INVITE CSeqs).
+            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 3)
         }
     }
 
@@ -138,7 +139,8 @@ struct SIPCallServiceTests {
             #expect(await agent.activeCalls[call] == .held)
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
-            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 3)
+            // 407 + INVITE with credentials, hold, the held re-offer from the new address.
+            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 4)
         }
     }
 }
