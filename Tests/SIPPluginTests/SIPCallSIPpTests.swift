@@ -199,4 +199,21 @@ struct SIPCallSIPpTests {
             await agent.close()
         }
     }
+
+    @Test func anIncomingCallRejectedThroughTheAPIGetsItsStatus() async throws {
+        try await withSIPp("uac-rejected") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("callee"))
+            let recorder = Recorder(agent)
+            try await agent.register(path: loopbackPath())
+            let rung = await recorder.events(until: { $0.phase == .incoming }).first { $0.phase == .incoming }
+            let call = try #require(rung?.call)
+            try await agent.reject(call)  // 486 Busy Here
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            let events = await recorder.events(until: { $0.phase == .ended })
+            #expect(events.map(\.phase) == [.incoming, .ended])
+            #expect(events.last?.reason == "486" && events.last?.trigger == "api")
+            #expect(await agent.activeCalls.isEmpty)
+            await agent.close()
+        }
+    }
 }
