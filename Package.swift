@@ -97,6 +97,7 @@ let package = Package(
                 "SIPPlugin", "ResilienceHooks", .product(name: "Yams", package: "Yams"), log, lifecycle,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),
@@ -118,7 +119,8 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", log, .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "NetlinkMonitor", "ResilienceDaemon", log,
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings

@@ -5,6 +5,7 @@
 //                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 import Foundation
+import ResilienceDaemon
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -20,6 +21,8 @@ do {
         await runRuntimeBenchmarks()
     case "idle-baseline":
         // The Swift runtime at rest, for the idle comparison: await something that never comes.
+        // `idle-baseline quiet` first takes the runtime off libdispatch, as `netres` does.
+        if arguments.dropFirst().first == "quiet" { QuietConcurrencyRuntime.install() }
         let never = AsyncStream<Int>(bufferingPolicy: .unbounded, { _ in })
         for await _ in never {}
     default:

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ResilienceDaemon
 
 /// `netres`: watch the network the way a real-time client needs it, check policies, and run the
 /// resilience manager.
@@ -13,4 +14,14 @@ struct ResilienceCommand: AsyncParsableCommand {
         abstract: "Keep a real-time client's services alive across network loss and change.",
         subcommands: [Watch.self, Status.self, WaitOnline.self, Policy.self, Run.self, Ctl.self]
     )
+
+    /// Takes the concurrency runtime off libdispatch's worker pool before the first task exists,
+    /// so an idle `netres` makes no wake-ups of its own (``QuietConcurrencyRuntime``).
+    static func main() async {
+        let runtime = QuietConcurrencyRuntime.install()
+        if runtime != .installed {
+            printError("netres: concurrency runtime not taken over (\(runtime.rawValue)); idle wake-ups continue")
+        }
+        await main(nil)
+    }
 }
