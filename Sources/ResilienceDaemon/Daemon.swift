@@ -1,4 +1,5 @@
 public import Logging
+import NIOPosix
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
@@ -20,6 +21,11 @@ public import UnixSignals
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - The config's app state is the manager's from the start: the rules engine and the wake-up
+///   scheduler begin in it before `started` is decided, so a daemon started in the background
+///   never pings at the foreground interval.
+/// - Every runtime timer is an ``EventLoopClock`` sleep unless a test passes its own clock: a
+///   cancelled timer (an action's timeout, a re-armed wake-up) never wakes the process.
 /// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
 ///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
@@ -41,7 +47,7 @@ public final class Daemon: Sendable {
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
         config: DaemonConfig, source: (any NetworkEventSource)? = nil, shutdownTimeout: Duration = .seconds(5),
-        output: @escaping Output, logger: Logger
+        clock: (any RuntimeClock)? = nil, output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
@@ -66,9 +72,11 @@ public final class Daemon: Sendable {
         self.monitor = monitor
         self.output = output
         self.logger = logger
-        self.plugin = SIPPlugin(accounts: accounts, logger: logger)
+        self.plugin = SIPPlugin(
+            accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling), logger: logger)
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
+            clock: clock ?? EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next()),
             configuration: .init(shutdownTimeout: shutdownTimeout), logger: logger)
         self.events = manager.events()
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
