@@ -163,7 +163,7 @@ let package = Package(
             name: "ResilienceDaemonTests",
             dependencies: [
                 "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin", "ResilienceTesting", log,
-                lifecycle,
+                lifecycle, .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

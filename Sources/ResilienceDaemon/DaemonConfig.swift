@@ -21,6 +21,8 @@ public struct DaemonConfig: Hashable, Sendable {
     /// Overrides the policy's hold-down when set.
     public var holdDown: Duration?
     public var appState: AppState
+    /// Most REGISTER transactions per second to one registrar (the pacing window's ceiling).
+    public var registerRateCeiling: Int
     /// Policy file; nil means the built-in default policy.
     public var policyPath: String?
     public var accounts: [DaemonAccount]
@@ -30,8 +32,10 @@ public struct DaemonConfig: Hashable, Sendable {
     public init(
         logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
-        policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil
+        policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil,
+        registerRateCeiling: Int = PacingWindow.Settings().ceiling
     ) {
+        self.registerRateCeiling = registerRateCeiling
         self.logFormat = logFormat
         self.controlSocket = controlSocket
         self.interfaces = interfaces
