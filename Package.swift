@@ -172,7 +172,9 @@ let package = Package(
             // ResilienceDaemon: the `netres run` integration test reuses the Kamailio harness here.
             dependencies: [
                 "ChildProcesses", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
-                "ResilienceTesting", log, lifecycle,
+                "ResilienceTesting", log, lifecycle, .product(name: "NIOCore", package: "swift-nio"),
+                // ByteToMessageDecoderVerifier for the stream decoder.
+                .product(name: "NIOTestUtils", package: "swift-nio"),
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],

@@ -10,8 +10,8 @@ public import ResilienceCore
 ///   retrying cannot make them finish sooner.
 /// - `open-http` reopens the gate and runs its `onOpened`.
 ///
-/// Invariants: the plugin never reads the clock; it only sleeps until a deadline derived from the
-/// ``PluginContext``, on the clock the runtime runs on (pass the manager's clock). Cancelled
+/// Invariants: the plugin carries no clock and never reads one; it only sleeps until a deadline
+/// derived from the ``PluginContext``, on the clock the context lends (the runtime's). Cancelled
 /// (a newer epoch, shutdown timeout), a drain leaves the gate closed and `onClosed` owed to the
 /// next drain.
 public final class HTTPGatePlugin: ResiliencePlugin {
@@ -19,15 +19,10 @@ public final class HTTPGatePlugin: ResiliencePlugin {
     /// The actions a gate carries out.
     public static let actions: Set<ActionKind> = [.drainHTTP, .openHTTP]
     private let gates: [ServiceID: HTTPGate]
-    private let sleep: @Sendable (ContinuousClock.Instant) async throws -> Void
 
-    /// - Parameters:
-    ///   - gates: one per HTTP service; services must be unique.
-    ///   - clock: the runtime's clock (a test's `ManualClock`); drains sleep on it, never read it.
-    public init<C: Clock>(gates: [HTTPGate], clock: C = ContinuousClock())
-    where C.Instant == ContinuousClock.Instant {
+    /// - Parameter gates: one per HTTP service; services must be unique.
+    public init(gates: [HTTPGate]) {
         self.gates = Dictionary(uniqueKeysWithValues: gates.map { ($0.service, $0) })
-        self.sleep = { deadline in try await clock.sleep(until: deadline, tolerance: nil) }
     }
 
     /// The HTTP services, for the manager's service table.
@@ -62,7 +57,7 @@ public final class HTTPGatePlugin: ResiliencePlugin {
         let waitUntil = context.deadline - (context.deadline - context.now) / 10
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await gate.waitUntilDrained() }
-            group.addTask { [sleep] in try? await sleep(waitUntil) }
+            group.addTask { [clock = context.clock] in try? await clock.sleep(until: waitUntil, tolerance: nil) }
             await group.next()
             group.cancelAll()
         }

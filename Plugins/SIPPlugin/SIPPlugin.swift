@@ -12,7 +12,8 @@ public final class SIPPlugin: ResiliencePlugin {
     public let id = "sip"
     public let accounts: [SIPAccount]
     private let agents: [String: SIPUserAgent]
-    private let routes: [ServiceID: Route]
+    /// Grows and shrinks at run time (``addSubscription(_:account:)``, ``removeService(_:)``).
+    private let routes: Mutex<SIPRouteTable>
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
     /// Each agent's lost flows, as the services that rode on them; the newest few are kept when
@@ -24,12 +25,6 @@ public final class SIPPlugin: ResiliencePlugin {
     public var presence: PresenceDocument {
         get { presenceBox.withLock { $0 } }
         set { presenceBox.withLock { $0 = newValue } }
-    }
-
-    enum Route: Sendable {
-        case registration(account: String)
-        case subscription(account: String, target: SubscriptionTarget)
-        case publication(account: String)
     }
 
     /// - Parameters:
@@ -49,7 +44,6 @@ public final class SIPPlugin: ResiliencePlugin {
         self.reports = reports
         self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
-        var routes: [ServiceID: Route] = [:]
         var pacers: [String: RegistrarPacer] = [:]
         for account in accounts {
             let registrar =
@@ -60,16 +54,9 @@ public final class SIPPlugin: ResiliencePlugin {
                 services in
                 reportContinuation.yield(.flowLost(services))
             }
-            routes[account.registrationService] = .registration(account: account.name)
-            if account.publishesPresence {
-                routes[account.presencePublishService] = .publication(account: account.name)
-            }
-            for target in account.subscriptions {
-                routes[target.service(of: account)] = .subscription(account: account.name, target: target)
-            }
         }
         self.agents = agents
-        self.routes = routes
+        self.routes = Mutex(SIPRouteTable(accounts: accounts))
     }
 
     /// The actions the SIP plugin carries out (for the services of its accounts).
@@ -80,7 +67,9 @@ public final class SIPPlugin: ResiliencePlugin {
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
     /// the account's flow-ping interval (one ping per flow); a registrar's `Flow-Timer` shows in
-    /// ``RegistrationStatus/flowPingInterval`` once registered.
+    /// ``RegistrationStatus/flowPingInterval`` once registered. These are the configured
+    /// services; one added at run time (``addSubscription(_:account:)``) reaches the manager as a
+    /// `serviceAdded` report instead.
     public var services: [ClientService] {
         accounts.flatMap { account in
             [
@@ -97,18 +86,42 @@ public final class SIPPlugin: ResiliencePlugin {
         }
     }
 
-    /// Its SIP actions, for the services of its accounts.
+    /// Its SIP actions, for the services it routes now (they change at run time).
     public func performs(_ kind: ActionKind, for service: ServiceID) -> Bool {
-        Self.actions.contains(kind) && routes[service] != nil
+        Self.actions.contains(kind) && routes.withLock { $0[service] } != nil
+    }
+
+    /// Adds a subscription of `account` at run time and tells the manager about its service;
+    /// returns the service, or nil when the account is unknown or the service exists already.
+    @discardableResult
+    public func addSubscription(_ target: SubscriptionTarget, account name: String) -> ServiceID? {
+        guard let account = accounts.first(where: { $0.name == name }) else { return nil }
+        let service = target.service(of: account)
+        guard routes.withLock({ $0.add(.subscription(account: name, target: target), for: service) }) else {
+            return nil
+        }
+        reportContinuation.yield(
+            .serviceAdded(ClientService(id: service, kind: .subscription(target.package), account: name)))
+        return service
+    }
+
+    /// Stops routing `service` and tells the manager; true when it was routed. Unsubscribe
+    /// first (an `unsubscribe` action): removing the route sends nothing.
+    @discardableResult
+    public func removeService(_ service: ServiceID) -> Bool {
+        guard routes.withLock({ $0.remove(service) }) != nil else { return false }
+        reportContinuation.yield(.serviceRemoved(service))
+        return true
     }
 
     /// The user agent of an account (for status and tests).
     public func agent(for account: String) -> SIPUserAgent? { agents[account] }
 
     public func perform(_ action: PlannedAction, context: PluginContext) async throws {
-        guard let route = routes[action.service] else {
+        guard let route = routes.withLock({ $0[action.service] }) else {
             throw PluginError.permanent("sip: unknown service \(action.service)")
         }
+        agents[route.account]?.lend(clock: context.clock)
         switch route {
         case .registration(let name):
             let agent = agents[name]!

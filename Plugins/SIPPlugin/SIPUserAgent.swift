@@ -6,15 +6,25 @@ public import ResilienceCore
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
 ///
-/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionTable`` and
-/// `runNonInviteTransaction` (retransmission, matching) → `exchange` (digest challenges) →
+/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionLayer`` (client
+/// transactions: retransmission and matching on the lent clock; server transactions: requests
+/// in order, retransmissions answered from the transaction) → `exchange` (digest challenges) →
 /// registration / subscription / publication state. Dialog usages (INVITE) plug in at the same
-/// level as subscriptions: they build requests and call `exchange`.
+/// level as subscriptions: they build requests and call `exchange`; inbound requests reach them
+/// through ``handle(inbound:)``.
 public actor SIPUserAgent {
     public nonisolated let account: SIPAccount
     nonisolated let timers: SIPTimers
     let logger: Logger
     let table = TransactionTable()
+    let serverTransactions: ServerTransactionTable
+    /// Transaction timers and pong timeouts run on the clock the runtime lends (see
+    /// ``SIPPlugin``'s `perform`); tests may pass a `ManualClock` at init.
+    nonisolated let clock: LentClock
+    /// Warnings a peer can provoke, rate-limited per kind.
+    nonisolated let throttledLog: ThrottledLog
+    /// The ordered stream of inbound requests and the task that serves it, while flows are open.
+    var inboundSession: (sink: AsyncStream<InboundRequest>.Continuation, task: Task<Void, Never>)?
     var transport: SIPTransport?
     var registration: RegistrationState
     /// RFC 8599 parameters in the Contact; starts as the account's, changes with the push token.
@@ -39,11 +49,12 @@ public actor SIPUserAgent {
     /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
     ///   unreachable, an unanswered flow ping) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
-    /// - Parameter pacer: shared by the accounts of one registrar (``SIPPlugin`` does that); by
-    ///   default the agent paces alone.
+    ///   - clock: the clock for transaction timers until the runtime lends one with an action.
+    ///   - pacer: shared by the accounts of one registrar (``SIPPlugin`` does that); by default
+    ///     the agent paces alone.
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
-        pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
+        clock: any RuntimeClock = ContinuousClock(), pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
         onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
     ) {
         self.account = account
@@ -53,10 +64,19 @@ public actor SIPUserAgent {
         var logger = logger
         logger[metadataKey: "sip.account"] = "\(account.name)"
         self.logger = logger
+        let lent = LentClock(clock)
+        self.clock = lent
+        self.throttledLog = ThrottledLog(logger: logger, clock: lent)
+        self.serverTransactions = ServerTransactionTable(timers: timers)
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
+
+    deinit { inboundSession?.sink.finish() }
+
+    /// Lends the runtime's clock to this agent's timers (each action's ``PluginContext/clock``).
+    public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
 
     /// The local address the transport is (or will be) bound to, or nil when none is up.
     public var boundAddress: String? { transport?.isActive == true ? transport?.localHost : nil }
@@ -106,24 +126,15 @@ public actor SIPUserAgent {
     }
 
     private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
-        let table = self.table
+        let layer = TransactionLayer(
+            clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
+            reliable: account.transport != .udp)
         do {
             return try await SIPTransport.open(
-                kind: account.transport, localHost: local, remote: remote, logger: logger,
+                kind: account.transport, localHost: local, remote: remote, log: throttledLog,
                 onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
-                inbound: { [weak self, table] message, reply in
-                    if message.isRequest {
-                        if message.method?.uppercased() == "NOTIFY" {
-                            Task { await self?.received(request: message, reply: reply) }
-                        } else if let answer = Self.immediateAnswer(to: message) {
-                            reply(answer)
-                        }
-                    } else {
-                        // False for a late retransmission's answer or a stray response: dropped.
-                        table.deliver(message)
-                    }
-                })
+                inbound: layer.receive)
         } catch {
             throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
         }
@@ -169,8 +180,10 @@ public actor SIPUserAgent {
         }
     }
 
-    /// Closes the flow (shutdown).
+    /// Closes the flow and ends the inbound stream (shutdown); a later action opens both again.
     public func close() async {
+        inboundSession?.sink.finish()
+        inboundSession = nil
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
@@ -186,29 +199,6 @@ public actor SIPUserAgent {
         return candidates.first?.address
     }
 
-    /// The methods this agent accepts as a UAS, for `Allow` (RFC 3261 §20.5).
-    static let allowedMethods = "ACK, NOTIFY, OPTIONS"
-
-    /// Answers that do not need the actor (RFC 3261 §8.2.1): nothing to ACK; 200 with `Allow` to
-    /// OPTIONS; 481 to CANCEL and BYE (there is nothing to cancel or end); 405 with `Allow` to a
-    /// method SIP defines that this agent does not serve (INVITE until dialogs exist, MESSAGE,
-    /// REFER, ...); 501 to a method it does not know.
-    nonisolated static func immediateAnswer(to request: SIPMessage) -> SIPMessage? {
-        let method = request.method?.uppercased() ?? ""
-        var answer: SIPMessage
-        switch method {
-        case "ACK": return nil
-        case "OPTIONS": answer = request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
-        // No INVITE server transaction or dialog exists to cancel or end (§9.2, §15.1.2).
-        case "CANCEL", "BYE": return request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")
-        case "INVITE", "REGISTER", "SUBSCRIBE", "PUBLISH", "MESSAGE", "INFO", "UPDATE", "REFER", "PRACK":
-            answer = request.makeResponse(status: 405, reason: "Method Not Allowed", toTag: randomToken())
-        default: return request.makeResponse(status: 501, reason: "Not Implemented", toTag: randomToken())
-        }
-        answer.headers.add("Allow", allowedMethods)
-        return answer
-    }
-
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once
     /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
     /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
@@ -216,13 +206,13 @@ public actor SIPUserAgent {
     /// otherwise). An answer that took T1 or longer needed a retransmission over UDP (or kept a
     /// stream waiting as long): the registrar is behind, so the window narrows.
     private func paced(
-        _ isRegister: Bool, _ transaction: (TransactionTable, SIPTimers) async throws -> SIPMessage
+        _ isRegister: Bool, _ transaction: () async throws -> SIPMessage
     ) async throws -> SIPMessage {
-        guard isRegister else { return try await transaction(table, timers) }
+        guard isRegister else { return try await transaction() }
         try await pacer.admit()
         let started = ContinuousClock.now
         do {
-            let response = try await transaction(table, timers)
+            let response = try await transaction()
             pacer.finish(ContinuousClock.now - started < timers.t1 ? .answered : .retransmitted)
             return response
         } catch {
@@ -251,7 +241,7 @@ public actor SIPUserAgent {
             let response: SIPMessage
             do {
                 response = try await paced(method == "REGISTER") {
-                    try await runNonInviteTransaction(request, over: flow, table: $0, timers: $1)
+                    try await runNonInviteTransaction(request, over: flow, table: table, timers: timers, clock: clock)
                 }
             } catch  where Task.isCancelled {
                 // The executor cancelled the action (new epoch, deadline): say so, not "timeout".

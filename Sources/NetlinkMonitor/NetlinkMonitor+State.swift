@@ -12,9 +12,6 @@ extension NetlinkMonitor {
         var snapshot = NetworkSnapshot.empty
         var tracker: NetworkPathTracker
         var seq: UInt64 = 0
-        var nextID: UInt64 = 0
-        var eventSubscribers: [UInt64: AsyncStream<NetworkEvent>.Continuation] = [:]
-        var transitionSubscribers: [UInt64: AsyncStream<PathTransition>.Continuation] = [:]
         var commands = Commands()
         var threadExited = false
         var exitWaiters: [CheckedContinuation<Void, Never>] = []
@@ -27,12 +24,6 @@ extension NetlinkMonitor {
             var paused = false
             var pauseWaiters: [CheckedContinuation<Void, Never>] = []
             var dumpChecks: [CheckedContinuation<DumpCheck, any Error>] = []
-        }
-
-        mutating func broadcast(_ transitions: [PathTransition]) {
-            for transition in transitions {
-                for subscriber in transitionSubscribers.values { subscriber.yield(transition) }
-            }
         }
     }
 
@@ -54,7 +45,7 @@ extension NetlinkMonitor {
             state.snapshot = snapshot
             state.grantedBuffer = grantedBuffer
             state.readerThreadID = ReaderThread.currentID()
-            state.broadcast(state.tracker.update(snapshot, at: now).transitions)
+            broadcast(state.tracker.update(snapshot, at: now).transitions)
             defer { state.startContinuation = nil }
             return (state.startContinuation, state.tracker.deadline)
         }
@@ -73,21 +64,20 @@ extension NetlinkMonitor {
 
     /// Finishes every stream and wakes `shutdown()` callers.
     func readerExited() {
-        // Finish outside the lock: `finish()` runs `onTermination`, which takes the lock.
+        // Finished under the lock (the broadcasts' own lock nests inside it, and their
+        // `onTermination` takes only theirs), so no subscriber slips in between.
         let (state, waiters) = state.withLock { state in
             state.phase = .stopped
             state.threadExited = true
+            eventStreams.finish()
+            transitionStreams.finish()
             defer {
-                state.eventSubscribers = [:]
-                state.transitionSubscribers = [:]
                 state.exitWaiters = []
                 state.commands.pauseWaiters = []
                 state.commands.dumpChecks = []
             }
             return (state, state.exitWaiters)
         }
-        for subscriber in state.eventSubscribers.values { subscriber.finish() }
-        for subscriber in state.transitionSubscribers.values { subscriber.finish() }
         for waiter in waiters + state.commands.pauseWaiters { waiter.resume() }
         for check in state.commands.dumpChecks { check.resume(throwing: NetlinkError.shutDown) }
     }
@@ -102,10 +92,10 @@ extension NetlinkMonitor {
             for (kind, synthesized) in kinds {
                 state.seq += 1
                 let event = NetworkEvent(seq: state.seq, kind: kind, synthesized: synthesized, at: now)
-                for subscriber in state.eventSubscribers.values { subscriber.yield(event) }
+                eventStreams.yield(event)
             }
             let transitions = state.tracker.update(snapshot, at: now).transitions
-            state.broadcast(transitions)
+            broadcast(transitions)
             return (transitions, state.tracker.deadline)
         }
         log(transitions.0)
@@ -116,11 +106,16 @@ extension NetlinkMonitor {
     func fireTimer(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         let (transitions, deadline) = state.withLock { state in
             let transitions = state.tracker.advance(to: now).transitions
-            state.broadcast(transitions)
+            broadcast(transitions)
             return (transitions, state.tracker.deadline)
         }
         log(transitions)
         return deadline
+    }
+
+    /// Publishes transitions to every `transitions()` subscriber; call with the lock held.
+    private func broadcast(_ transitions: [PathTransition]) {
+        for transition in transitions { transitionStreams.yield(transition) }
     }
 
     /// Takes pending commands; acknowledges a pause (the reader stops reading from here on).

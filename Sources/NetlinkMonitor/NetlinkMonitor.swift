@@ -35,6 +35,10 @@ public final class NetlinkMonitor: NetworkEventSource {
     let logger: Logger
     let state: Mutex<State>
     let wakePipe: WakePipe
+    /// Fan-outs of raw events and transitions; yielded to (and subscribed) under ``state``'s lock,
+    /// so every subscriber sees one kernel order. Finished on shutdown.
+    let eventStreams = Broadcast<NetworkEvent>()
+    let transitionStreams = Broadcast<PathTransition>()
 
     /// - Parameters:
     ///   - filter: interfaces that count for the path (events are reported for all).
@@ -112,37 +116,20 @@ public final class NetlinkMonitor: NetworkEventSource {
 
     /// Raw events from now on, until shutdown. Buffered without limit so none is ever dropped:
     /// a subscriber that stops reading holds memory, so cancel the iteration when done.
-    public func events() -> AsyncStream<NetworkEvent> { subscribe(\.eventSubscribers) }
+    public func events() -> AsyncStream<NetworkEvent> {
+        // Subscribing under the monitor's lock orders it against publishing (also under the lock):
+        // the stream gets exactly the events published after this call.
+        state.withLock { _ in eventStreams.subscribe() }
+    }
 
     /// Debounced transitions: `.initial` first (once started), then changes, until shutdown.
     public func transitions() -> AsyncStream<PathTransition> {
-        subscribe(\.transitionSubscribers) { state in
-            guard state.phase == .running, let path = state.tracker.reported else { return nil }
-            return PathTransition(kind: .initial, path: path, at: .now)
+        // Under the monitor's lock, so `.initial` is the path as last reported and the stream then
+        // gets exactly the transitions published after it (none missed or repeated).
+        state.withLock { state in
+            let greeting = state.phase == .running ? state.tracker.reported : nil
+            return transitionStreams.subscribe(
+                startingWith: greeting.map { PathTransition(kind: .initial, path: $0, at: .now) })
         }
-    }
-
-    /// Registers a subscriber under the lock, so it sees `greeting` and then exactly the elements
-    /// published after it (none is missed or repeated); a stopped monitor gives a finished stream.
-    private func subscribe<Element>(
-        _ subscribers: any WritableKeyPath<State, [UInt64: AsyncStream<Element>.Continuation]> & Sendable,
-        greeting: (State) -> Element? = { _ in nil }
-    ) -> AsyncStream<Element> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Element.self)
-        let id = state.withLock { state -> UInt64? in
-            guard state.phase != .stopped else { return nil }
-            if let first = greeting(state) { continuation.yield(first) }
-            state.nextID += 1
-            state[keyPath: subscribers][state.nextID] = continuation
-            return state.nextID
-        }
-        guard let id else {
-            continuation.finish()
-            return stream
-        }
-        continuation.onTermination = { [weak self] _ in
-            self?.state.withLock { state in state[keyPath: subscribers][id] = nil }
-        }
-        return stream
     }
 }

@@ -14,45 +14,58 @@ public import ResilienceCore
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
-/// - The engine is the ONE owner of the app state, the interruption and network availability:
-///   they change only as triggers are decided (in decision order) and through
-///   ``setNetworkAvailable(_:)``; the runtime reads them here and keeps no copy.
+/// - The engine is the ONE owner of the app state, the interruption and the network path (network
+///   availability is derived from the path, never stored beside it): they change only as triggers
+///   are decided (in decision order) and through ``setPath(_:)`` for the initial path; the runtime
+///   reads them here and keeps no copy.
 public struct RulesEngine: Sendable, Hashable {
     /// The policy in force.
     public var policy: Policy
     /// The app state, updated by `.app` triggers.
     public private(set) var appState: AppState
-    /// Whether the network path is satisfied, updated by `.network` triggers.
-    public private(set) var networkAvailable: Bool
+    /// The network path as of the last decided `.network` trigger (the transition's path when the
+    /// runtime passes one, otherwise the last path with its status set by the trigger).
+    public private(set) var path: NetworkPath
+    /// Whether the network path is satisfied: derived from ``path``.
+    public var networkAvailable: Bool { path.isSatisfied }
     /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var isInterrupted: Bool
 
-    public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
+    public init(policy: Policy = .default, appState: AppState = .foreground, path: NetworkPath) {
         self.policy = policy
         self.appState = appState
-        self.networkAvailable = networkAvailable
+        self.path = path
         self.callsHeldByInterruption = []
         self.isInterrupted = false
     }
 
+    /// An engine that knows only whether the network is available (a path with no detail; an
+    /// unavailable one is `unsatisfied(.noInterface)`), e.g. to explain a policy.
+    public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
+        self.init(
+            policy: policy, appState: appState,
+            path: NetworkPath(status: networkAvailable ? .satisfied : .unsatisfied(.noInterface)))
+    }
+
     /// States what the network is before any transition was decided (the source's initial
     /// path, which is never a trigger).
-    public mutating func setNetworkAvailable(_ available: Bool) {
-        networkAvailable = available
+    public mutating func setPath(_ path: NetworkPath) {
+        self.path = path
     }
 
     /// Decides the ordered actions for one trigger.
     /// - Parameters:
     ///   - trigger: what happened.
     ///   - services: every service the client runs, in their current state (call states included).
+    ///   - path: the path a `.network` trigger's transition reported (ignored for other triggers).
     ///   - now: the instant of the trigger (used for expiry checks such as `resumed`).
-    public mutating func decide(_ trigger: Trigger, services: [ClientService], at now: ContinuousClock.Instant)
-        -> [PlannedAction]
-    {
+    public mutating func decide(
+        _ trigger: Trigger, services: [ClientService], path: NetworkPath? = nil, at now: ContinuousClock.Instant
+    ) -> [PlannedAction] {
         let before = appState
-        observe(trigger, services: services)
+        observe(trigger, services: services, path: path)
 
         var planned: [PlannedAction] = []
         let name = trigger.name
@@ -78,14 +91,22 @@ public struct RulesEngine: Sendable, Hashable {
         return batch
     }
 
-    /// Updates the state the engine owns (app state, interruption, network availability, calls
-    /// held by the interruption) for one trigger, without planning anything. ``decide(_:services:at:)``
+    /// Updates the state the engine owns (app state, interruption, network path, calls held by the
+    /// interruption) for one trigger, without planning anything. ``decide(_:services:path:at:)``
     /// starts with it; a runtime whose decisions come from elsewhere calls it instead, so the
     /// engine stays the one owner of that state.
-    public mutating func observe(_ trigger: Trigger, services: [ClientService]) {
+    ///
+    /// A `.network` trigger takes `path` when given; without one, only the status follows the
+    /// trigger (`lost(reason)` is `unsatisfied(reason)`, anything else `satisfied`).
+    public mutating func observe(_ trigger: Trigger, services: [ClientService], path: NetworkPath? = nil) {
         switch trigger {
-        case .network(.lost): networkAvailable = false
-        case .network: networkAvailable = true
+        case .network(.lost(let reason)):
+            self.path = path ?? self.path
+            // The trigger decides availability; a given unsatisfied path keeps its own reason.
+            if path == nil || self.path.isSatisfied { self.path.status = .unsatisfied(reason) }
+        case .network:
+            self.path = path ?? self.path
+            self.path.status = .satisfied
         case .app(let event):
             appState = event.nextState(from: appState)
             if event == .interrupted { isInterrupted = true }

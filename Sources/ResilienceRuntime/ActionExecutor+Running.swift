@@ -65,7 +65,8 @@ extension ActionExecutor {
         tryStart(id)
     }
 
-    private func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
+    /// The plugin that performs `action`: the first that answers ``ResiliencePlugin/performs(_:for:)``.
+    func route(_ action: PlannedAction) -> (any ResiliencePlugin)? {
         plugins.first { $0.performs(action.kind, for: action.service) }
     }
 
@@ -222,7 +223,9 @@ extension ActionExecutor {
         let event = ActionEvent(
             action: queued.action, epoch: queued.epoch, attempt: queued.attempt, outcome: outcome,
             at: instant ?? clock.now)
-        if outcome != .started { metrics.count(kind: queued.action.kind, outcome: outcome) }
+        if outcome != .started {
+            metrics.count(plugin: route(queued.action)?.id ?? "none", kind: queued.action.kind, outcome: outcome)
+        }
         switch outcome {
         case .started, .succeeded, .superseded:
             if logger.logLevel <= .debug { log(event, level: .debug) }

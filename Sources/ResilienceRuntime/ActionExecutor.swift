@@ -103,8 +103,11 @@ public actor ActionExecutor {
     /// Services that are not idle; empty means ``waitUntilIdle()`` returns.
     var active: Set<ServiceID> = []
     var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-    var pathSatisfied = true
+    /// The path as the manager's rules engine last decided it (handed over in decision order by
+    /// ``networkChanged(_:network:epoch:then:)``): what plugins see in their context.
     var path: NetworkPath
+    /// Derived from ``path``, never stored beside it.
+    var pathSatisfied: Bool { path.isSatisfied }
     var network: NetworkSnapshot
     var epoch = NetworkEpoch.initial
     var nextToken: UInt64 = 0
@@ -132,7 +135,6 @@ public actor ActionExecutor {
         self.metrics = ExecutorMetrics(factory: configuration.metricsFactory)
         self.path = path
         self.network = network
-        self.pathSatisfied = path.isSatisfied
         var seeder = SystemRandomNumberGenerator()
         self.random = SplitMix64(seed: configuration.randomSeed ?? seeder.next())
     }
@@ -169,7 +171,6 @@ public actor ActionExecutor {
         let wasSatisfied = pathSatisfied
         self.path = path
         self.network = network
-        self.pathSatisfied = path.isSatisfied
         if epoch > self.epoch { self.epoch = epoch }
         if wasSatisfied && !path.isSatisfied {
             holdEverything(olderThan: epoch)

@@ -4,7 +4,9 @@ import Synchronization
 
 /// The executor's swift-metrics instruments, created once per label and dimension set.
 ///
-/// - `netres.actions` (counter; dimensions `kind`, `outcome`): every outcome but `started`.
+/// - `netres.actions` (counter; dimensions `plugin`, `kind`, `outcome`): every outcome but
+///   `started`. `plugin` is the ``ResiliencePlugin/id`` of the plugin that performs the action
+///   (as on its log lines), or `none` when no plugin performs it.
 /// - `netres.action.latency` (timer; `kind`): trigger (submission) to the first attempt's start.
 /// - `netres.action.duration` (timer; `kind`): one attempt, start to finish.
 final class ExecutorMetrics: Sendable {
@@ -21,13 +23,13 @@ final class ExecutorMetrics: Sendable {
         self.factory = factory ?? MetricsSystem.factory
     }
 
-    func count(kind: ActionKind, outcome: ActionOutcome) {
-        let key = "\(kind.rawValue)|\(outcome.label)"
+    func count(plugin: String, kind: ActionKind, outcome: ActionOutcome) {
+        let key = "\(plugin)|\(kind.rawValue)|\(outcome.label)"
         let counter = instruments.withLock { state in
             if let counter = state.counters[key] { return counter }
             let counter = Counter(
-                label: "netres.actions", dimensions: [("kind", kind.rawValue), ("outcome", outcome.label)],
-                factory: factory)
+                label: "netres.actions",
+                dimensions: [("plugin", plugin), ("kind", kind.rawValue), ("outcome", outcome.label)], factory: factory)
             state.counters[key] = counter
             return counter
         }

@@ -44,7 +44,6 @@ extension ResilienceManager {
                 switch holdDown.receive(transition) {
                 case .pass(let due): for transition in due { report(transition) }
                 case .dropped(let lost, let restored):
-                    path = restored.path
                     broadcast.yield(.flapCoalesced(lost: lost, restored: restored))
                     if let change = Self.flapChange(lost: lost, restored: restored) {
                         enqueue(.network(.changed(change)), transition: restored)
@@ -52,12 +51,11 @@ extension ResilienceManager {
                 }
                 rearmHoldDownTimer()
             } else {
-                path = transition.path
                 broadcast.yield(.transition(transition))
                 // `.initial` is no change, but the rules and the executor must start from it: the
                 // executor hands plugins this path (their local addresses) until the next transition.
-                rules.setNetworkAvailable(transition.path.isSatisfied)
-                await executor.networkChanged(transition.path, network: await source.snapshot(), epoch: epoch)
+                rules.setPath(transition.path)
+                await executor.networkChanged(rules.path, network: await source.snapshot(), epoch: epoch)
                 if !hasStarted {
                     hasStarted = true
                     enqueue(.started)
@@ -68,7 +66,6 @@ extension ResilienceManager {
 
     /// A transition past the hold-down: reported to subscribers and queued for a decision.
     private func report(_ transition: PathTransition) {
-        path = transition.path
         broadcast.yield(.transition(transition))
         guard let trigger = NetworkTrigger(transition) else { return }
         enqueue(.network(trigger), transition: transition)
@@ -186,28 +183,31 @@ extension ResilienceManager {
     private func process(_ item: QueuedTrigger) async {
         let now = clock.now
         if case .network(.lost) = item.trigger { epoch = epoch.next }
-        let actions = decide(item.trigger, at: now)
+        let actions = decide(item.trigger, path: item.transition?.path, at: now)
         if case .app = item.trigger { await scheduler.setAppState(rules.appState) }
         broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(
             "decided",
             metadata: ["trigger": "\(item.trigger.name)", "epoch": "\(epoch)", "actions": "\(actions.count)"])
-        if let transition = item.transition {
+        if item.transition != nil {
+            // The engine's path, just taken from this transition: status and the executor agree.
+            let path = rules.path
             let snapshot = await source.snapshot()
             guard !isShuttingDown else { return }
-            await executor.networkChanged(transition.path, network: snapshot, epoch: epoch, then: actions)
+            await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions)
         } else {
             await executor.submit(actions, epoch: epoch)
         }
     }
 
-    func decide(_ trigger: Trigger, at now: ContinuousClock.Instant) -> [PlannedAction] {
+    /// Decides one trigger; the rules engine takes `path` (a network trigger's transition) either way.
+    func decide(_ trigger: Trigger, path: NetworkPath? = nil, at now: ContinuousClock.Instant) -> [PlannedAction] {
         let list = services.values.sorted { $0.id < $1.id }
         if let customDecide {
-            rules.observe(trigger, services: list)
+            rules.observe(trigger, services: list, path: path)
             return customDecide(trigger, list, now)
         }
-        return rules.decide(trigger, services: list, at: now)
+        return rules.decide(trigger, services: list, path: path, at: now)
     }
 
     /// Decides `.shutdown` and gives its actions `shutdownTimeout` on the manager's clock.

@@ -32,8 +32,10 @@ public import ServiceLifecycle
 ///   REGISTER is never followed by a ping at the old deadline.
 /// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
 /// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
-///   events (`handle`, `setAppState`) once decided: the app state, the interruption and network
-///   availability have one owner, the rules engine, which status and the scheduler read.
+///   events (`handle`, `setAppState`) and path transitions once decided: the app state, the
+///   interruption and the network path (availability is derived from it) have one owner, the
+///   rules engine. Status, the scheduler and the executor read them from there, so ``status()``'s
+///   path is the one the executor hands plugins and the decisions were made on.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
@@ -93,7 +95,6 @@ public actor ResilienceManager: Service {
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
     var services: [ServiceID: ClientService] = [:]
-    var path = NetworkPath(status: .satisfied)
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
     var isShuttingDown = false
@@ -231,7 +232,7 @@ public actor ResilienceManager: Service {
     /// A snapshot of the current state.
     public func status() async -> ResilienceStatus {
         ResilienceStatus(
-            path: path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
+            path: rules.path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
             nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count)
     }

@@ -148,18 +148,18 @@ struct HTTPGatePluginTests {
         }
     }
 
-    /// The drain's deadline runs on the clock the plugin was given, not the wall clock.
-    @Test func theDrainDeadlineRunsOnTheInjectedClock() async throws {
+    /// The drain's deadline runs on the clock the context lends, not the wall clock.
+    @Test func theDrainDeadlineRunsOnTheContextsClock() async throws {
         try await withSlowServer { server in
             let clock = ManualClock()
             let gate = HTTPGate(service: service, logger: testLogger)
-            let plugin = try await openedPlugin(gate, clock: clock)
+            let plugin = try await openedPlugin(gate)
             let slow = Task { try await get(server.url(slowMilliseconds: 10_000), through: gate) }
             #expect(try await eventually { server.requests == 1 && gate.inFlight == 1 })
 
             let manualContext = PluginContext(
                 logger: testLogger, deadline: clock.now + .seconds(10), network: .empty,
-                path: NetworkPath(status: .satisfied), epoch: .initial, now: clock.now)
+                path: NetworkPath(status: .satisfied), epoch: .initial, now: clock.now, clock: clock)
             let drain = Task { try await plugin.perform(action(.drainHTTP, service), context: manualContext) }
             await clock.waitForSleepers(count: 1)
             #expect(clock.nextDeadline == clock.now + .seconds(9))

@@ -46,10 +46,9 @@ func withSlowServer<T>(_ body: (SlowHTTPServer) async throws -> T) async throws 
     }
 }
 
-/// A plugin over `gate` (and `clock`), with the gate opened as the default policy opens it at start.
-func openedPlugin<C: Clock>(_ gate: HTTPGate, clock: C = ContinuousClock()) async throws -> HTTPGatePlugin
-where C.Instant == ContinuousClock.Instant, C.Duration == Duration {
-    let plugin = HTTPGatePlugin(gates: [gate], clock: clock)
+/// A plugin over `gate`, with the gate opened as the default policy opens it at start.
+func openedPlugin(_ gate: HTTPGate) async throws -> HTTPGatePlugin {
+    let plugin = HTTPGatePlugin(gates: [gate])
     try await plugin.perform(action(.openHTTP, gate.service, trigger: .started), context: context())
     return plugin
 }

@@ -3,6 +3,7 @@ import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 /// The rules engine owns the app state; the scheduler and status read it from there, from the
@@ -55,6 +56,62 @@ struct StateOwnerTests {
         #expect(apps == [.app(.enteredBackground), .app(.interrupted)])
         let status = await manager.status()
         #expect(status.appState == .background && status.isInterrupted)
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+}
+
+/// The rules engine owns the network path: status shows the path the last network decision was
+/// made on, and the executor hands plugins that same path.
+@Suite(.timeLimit(.minutes(1)))
+struct PathOwnerTests {
+    /// Records the path each action's context carries.
+    final class PathRecordingPlugin: ResiliencePlugin {
+        let id = "path-recorder"
+        private let paths = Mutex<[(ActionKind, Trigger, NetworkPath)]>([])
+        func performs(_ kind: ActionKind, for service: ServiceID) -> Bool { true }
+        func perform(_ action: PlannedAction, context: PluginContext) async throws {
+            paths.withLock { $0.append((action.kind, action.trigger, context.path)) }
+        }
+        var performed: [(ActionKind, Trigger, NetworkPath)] { paths.withLock { $0 } }
+    }
+
+    @Test func statusAndDecisionsAgreeOnThePathAfterALossAndARestore() async throws {
+        let clock = ManualClock()
+        let source = ScriptedNetworkSource(clock: clock)
+        var policy = Policy.default
+        policy.holdDown = .zero
+        let plugin = PathRecordingPlugin()
+        let manager = ResilienceManager(
+            source: source, policy: policy, plugins: [plugin], clock: clock,
+            configuration: .init(randomSeed: 3, timeAsleep: { .zero }), logger: quiet)
+        await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
+        let events = Recorder.recording(manager.events())
+        let group = ServiceGroup(services: [manager], logger: quiet)
+        let run = Task { try await group.run() }
+        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        #expect(await manager.status().path == ScriptedNetworkSource.satisfiedPath)
+
+        await source.lose(.noCarrier)
+        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        let lost = await manager.status()
+        #expect(lost.path.status == .unsatisfied(.noCarrier))
+        #expect(lost.epoch == NetworkEpoch(rawValue: 1))
+        let lostDecision = events.items.compactMap(\.decision).first { $0.trigger == .network(.lost(.noCarrier)) }
+        #expect(lostDecision?.actions.allSatisfy { !$0.kind.needsNetwork } == true)
+
+        var moved = ScriptedNetworkSource.satisfiedPath
+        moved.addresses[0].address = "198.18.0.9"
+        await source.restore(moved)
+        let restored = await events.wait(count: 1) {
+            $0.action?.outcome == .succeeded && $0.action?.action.trigger == .network(.restored)
+        }
+        #expect(!restored.isEmpty)
+        let status = await manager.status()
+        #expect(status.path == moved)
+        let restoreActions = plugin.performed.filter { $0.1 == .network(.restored) }
+        #expect(!restoreActions.isEmpty)
+        #expect(restoreActions.allSatisfy { $0.2 == status.path })
         await group.triggerGracefulShutdown()
         try await run.value
     }

@@ -1,3 +1,4 @@
+import NIOCore
 import Testing
 
 @testable import SIPPlugin
@@ -108,7 +109,9 @@ struct SIPParserTests {
                 bytes = Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator)))
             }
             _ = try? SIPParser.parse(datagram: bytes)
-            _ = try? SIPStreamFramer.next(bytes)
+            var decoder = SIPFrameDecoder()
+            var buffer = ByteBuffer(bytes: bytes)
+            for _ in 0...bytes.count { guard (try? decoder.decode(buffer: &buffer)) != nil else { break } }
         }
     }
 }

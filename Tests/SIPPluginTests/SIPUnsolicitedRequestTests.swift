@@ -4,15 +4,7 @@ import Testing
 
 /// What the agent answers to requests it did not ask for (RFC 3261 §8.2.1, §9.2, §15.1.2).
 struct SIPUnsolicitedRequestTests {
-    static func request(_ method: String) -> SIPMessage {
-        var request = SIPMessage.request(method, uri: "sip:alice@198.18.0.2:5060")
-        request.headers.add("Via", "SIP/2.0/UDP 198.18.0.1:5060;branch=z9hG4bKpeer")
-        request.headers.add("From", "<sip:bob@198.18.0.1>;tag=peer")
-        request.headers.add("To", "<sip:alice@198.18.0.2>")
-        request.headers.add("Call-ID", "unsolicited-1")
-        request.headers.add("CSeq", "1 \(method)")
-        return request
-    }
+    static func request(_ method: String) -> SIPMessage { peerRequest(method) }
 
     @Test(arguments: [
         ("OPTIONS", 200), ("INVITE", 405), ("MESSAGE", 405), ("REFER", 405), ("CANCEL", 481), ("BYE", 481),

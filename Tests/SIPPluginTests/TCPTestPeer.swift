@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import NIOCore
 
 @testable import SIPPlugin
 
@@ -45,13 +46,16 @@ final class TCPTestPeer: @unchecked Sendable {
     /// Reads one framed SIP message from `connection` within `seconds`.
     func receive(on connection: Int32, within seconds: Double) -> SIPMessage? {
         let deadline = Date().addingTimeInterval(seconds)
-        var buffer: [UInt8] = []
+        var decoder = SIPFrameDecoder()
+        var buffer = ByteBuffer()
         var chunk = [UInt8](repeating: 0, count: 4096)
         while Date() < deadline {
-            if case .message(let message, _)? = try? SIPStreamFramer.next(buffer) { return message }
+            while let frame = try? decoder.decode(buffer: &buffer) {
+                if case .message(let message) = frame { return message }
+            }
             let count = recv(connection, &chunk, chunk.count, 0)
             if count == 0 { return nil }
-            if count > 0 { buffer += chunk[0..<count] }
+            if count > 0 { buffer.writeBytes(chunk[0..<count]) }
         }
         return nil
     }

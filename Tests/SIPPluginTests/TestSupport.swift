@@ -69,3 +69,18 @@ func firstLoss(of plugin: SIPPlugin, within seconds: Int = 5) async -> [ServiceI
         return first
     }
 }
+
+/// A request as a peer sends it: top Via from `sentBy` with `branch`, From with a tag, To,
+/// Call-ID and CSeq.
+func peerRequest(
+    _ method: String, uri: String = "sip:alice@198.18.0.2:5060", sentBy: String = "198.18.0.1:5060",
+    branch: String = "z9hG4bKpeer", callID: String = "unsolicited-1", cseq: Int = 1, toTag: String? = nil
+) -> SIPMessage {
+    var request = SIPMessage.request(method, uri: uri)
+    request.headers.add("Via", "SIP/2.0/UDP \(sentBy);branch=\(branch)")
+    request.headers.add("From", "<sip:bob@198.18.0.1>;tag=peer")
+    request.headers.add("To", "<\(uri)>" + (toTag.map { ";tag=\($0)" } ?? ""))
+    request.headers.add("Call-ID", callID)
+    request.headers.add("CSeq", "\(cseq) \(method)")
+    return request
+}

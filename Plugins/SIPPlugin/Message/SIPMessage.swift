@@ -31,11 +31,14 @@ public struct SIPMessage: Hashable, Sendable {
 
     public var isRequest: Bool { method != nil }
 
-    /// `CSeq` as number and method, when well formed.
+    /// `CSeq` as number and method, when well formed: the number is below 2^31 (RFC 3261
+    /// §8.1.1.5), so adding one to it never overflows.
     public var cseq: (number: UInt32, method: String)? {
         guard let raw = headers["CSeq"] else { return nil }
         let parts = raw.split(whereSeparator: { $0 == " " || $0 == "\t" })
-        guard parts.count == 2, let number = UInt32(parts[0]) else { return nil }
+        guard parts.count == 2, parts[0].count <= 10, parts[0].allSatisfy(\.isASCIIDigit),
+            let number = UInt32(parts[0]), number <= Int32.max
+        else { return nil }
         return (number, String(parts[1]).uppercased())
     }
 

@@ -33,18 +33,18 @@ public enum SIPParser {
     }
 
     /// Where the header section ends: its length (without the empty line) and where the body starts.
-    static func headerEnd(_ bytes: some Collection<UInt8>) -> (headerLength: Int, bodyStart: Int)? {
-        let array = Array(bytes)
-        var i = 0
-        while i < array.count {
-            if array[i] == 10 {
-                // LF LF or LF CR LF ends the headers.
-                if i + 1 < array.count, array[i + 1] == 10 {
-                    return (i, i + 2)
-                }
-                if i + 2 < array.count, array[i + 1] == 13, array[i + 2] == 10 {
-                    return (i, i + 3)
-                }
+    static func headerEnd(_ bytes: [UInt8]) -> (headerLength: Int, bodyStart: Int)? {
+        bytes.withUnsafeBytes { headerEnd(in: $0, from: 0) }
+    }
+
+    /// The first LF LF or LF CR LF in `bytes` at or after `from` (the empty line that ends the
+    /// headers): the header section's length and where the body starts.
+    static func headerEnd(in bytes: UnsafeRawBufferPointer, from: Int) -> (headerLength: Int, bodyStart: Int)? {
+        var i = max(0, from)
+        while i < bytes.count {
+            if bytes[i] == 10 {
+                if i + 1 < bytes.count, bytes[i + 1] == 10 { return (i, i + 2) }
+                if i + 2 < bytes.count, bytes[i + 1] == 13, bytes[i + 2] == 10 { return (i, i + 3) }
             }
             i += 1
         }

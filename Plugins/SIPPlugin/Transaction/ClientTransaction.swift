@@ -1,3 +1,4 @@
+internal import ResilienceCore
 internal import Synchronization
 
 /// RFC 3261 timer values. Defaults are the RFC's; tests may scale them down.
@@ -6,118 +7,162 @@ public struct SIPTimers: Hashable, Sendable {
     public var t1: Duration
     /// Cap of the retransmission interval for non-INVITE requests.
     public var t2: Duration
+    /// How long a message may stay in the network (timer K: retransmitted responses absorbed).
+    public var t4: Duration
     /// How long a CRLF flow ping may wait for its pong before the flow is recovered (RFC 5626 §4.4.1).
     public var pongTimeout: Duration
 
-    public init(t1: Duration = .milliseconds(500), t2: Duration = .seconds(4), pongTimeout: Duration = .seconds(10)) {
+    public init(
+        t1: Duration = .milliseconds(500), t2: Duration = .seconds(4), t4: Duration = .seconds(5),
+        pongTimeout: Duration = .seconds(10)
+    ) {
         self.t1 = t1
         self.t2 = t2
+        self.t4 = t4
         self.pongTimeout = pongTimeout
     }
 
-    /// Timer F: a non-INVITE client transaction gives up after 64×T1.
+    /// Timer F: a non-INVITE client transaction gives up after 64×T1 (also timer J's length).
     public var transactionTimeout: Duration { t1 * 64 }
 }
 
 /// Pending client transactions, matched by top Via branch and CSeq method (RFC 3261 §17.1.3).
+///
+/// Invariants: a response reaches at most one open transaction; after its final response a
+/// transaction's key is remembered until timer K's deadline so that retransmitted responses
+/// are absorbed quietly, not reported as strays; at most ``absorbLimit`` keys are remembered.
 final class TransactionTable: Sendable {
     struct Key: Hashable {
         var branch: String
         var method: String
     }
 
+    /// What became of a response handed to ``deliver(_:at:)``.
+    enum Delivery: Hashable, Sendable {
+        case delivered
+        /// A retransmission for a transaction in its timer K wait.
+        case absorbed
+        /// No transaction matches: stray or very late.
+        case unknown
+    }
+
+    /// What an open transaction is told.
+    enum Event: Sendable {
+        case response(SIPMessage)
+        case flowClosed
+        case timer(NonInviteClientTransaction.Timer)
+    }
+
+    static let absorbLimit = 1_024
+
     private struct Entry {
-        var continuation: AsyncStream<SIPMessage>.Continuation
+        var sink: AsyncStream<Event>.Continuation
         var flow: ObjectIdentifier
     }
-
-    private let entries = Mutex<[Key: Entry]>([:])
-
-    func open(_ key: Key, flow: ObjectIdentifier) -> AsyncStream<SIPMessage> {
-        let (stream, continuation) = AsyncStream.makeStream(of: SIPMessage.self)
-        entries.withLock { $0[key] = Entry(continuation: continuation, flow: flow) }
-        return stream
+    private struct State {
+        var open: [Key: Entry] = [:]
+        var absorbing: [Key: ContinuousClock.Instant] = [:]
     }
 
-    func close(_ key: Key) {
-        entries.withLock { $0.removeValue(forKey: key) }?.continuation.finish()
+    private let state = Mutex(State())
+
+    /// Registers a transaction; its responses and a flow closure arrive on `sink`.
+    func open(_ key: Key, flow: ObjectIdentifier, sink: AsyncStream<Event>.Continuation) {
+        state.withLock { $0.open[key] = Entry(sink: sink, flow: flow) }
     }
 
-    /// Hands a response to its transaction; false when none matches (stray or late response).
+    /// Ends a transaction; retransmitted responses are absorbed until `absorbUntil` (timer K).
+    func close(_ key: Key, absorbUntil: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.open.removeValue(forKey: key)
+            if state.absorbing.count >= Self.absorbLimit, let oldest = state.absorbing.min(by: { $0.value < $1.value })
+            {
+                state.absorbing.removeValue(forKey: oldest.key)
+            }
+            state.absorbing[key] = absorbUntil
+        }
+    }
+
+    /// Hands a response to its transaction.
     @discardableResult
-    func deliver(_ response: SIPMessage) -> Bool {
-        guard let branch = response.topViaBranch, let method = response.cseq?.method else { return false }
-        guard let entry = entries.withLock({ $0[Key(branch: branch, method: method)] }) else { return false }
-        entry.continuation.yield(response)
-        return true
+    func deliver(_ response: SIPMessage, at now: ContinuousClock.Instant) -> Delivery {
+        guard let branch = response.topViaBranch, let method = response.cseq?.method else { return .unknown }
+        let key = Key(branch: branch, method: method)
+        let found: (Entry?, Bool) = state.withLock { state in
+            state.absorbing = state.absorbing.filter { $0.value > now }
+            return (state.open[key], state.absorbing[key] != nil)
+        }
+        if let entry = found.0 {
+            entry.sink.yield(.response(response))
+            return .delivered
+        }
+        return found.1 ? .absorbed : .unknown
     }
 
     /// Ends every transaction on a flow that closed, so they fail at once instead of timing out.
     func flowClosed(_ flow: ObjectIdentifier) {
-        let closed = entries.withLock { table in
-            let keys = table.filter { $0.value.flow == flow }.map(\.key)
-            return keys.compactMap { table.removeValue(forKey: $0) }
+        let closed = state.withLock { state in
+            let keys = state.open.filter { $0.value.flow == flow }.map(\.key)
+            return keys.compactMap { state.open.removeValue(forKey: $0) }
         }
-        for entry in closed { entry.continuation.finish() }
+        for entry in closed { entry.sink.yield(.flowClosed) }
     }
 }
 
-/// Why a transaction produced no final response.
-enum TransactionFailure: Error {
-    case timeout
-    case flowClosed
-}
-
-/// Runs one non-INVITE client transaction (RFC 3261 §17.1.2): sends, retransmits over UDP at
-/// T1, 2·T1, ... capped at T2 (at T2 once a provisional response arrived), and returns the
-/// first final response, or throws after 64×T1.
+/// Runs one non-INVITE client transaction (``NonInviteClientTransaction``) over `transport`,
+/// with its timers on `clock`, and returns the first final response.
+/// - Throws: ``TransactionFailure`` after timer F or when the flow closes; `CancellationError`
+///   when the calling task is cancelled.
 func runNonInviteTransaction(
-    _ request: SIPMessage, over transport: SIPTransport, table: TransactionTable, timers: SIPTimers
+    _ request: SIPMessage, over transport: SIPTransport, table: TransactionTable, timers: SIPTimers,
+    clock: any RuntimeClock
 ) async throws -> SIPMessage {
     guard let branch = request.topViaBranch, let method = request.cseq?.method else {
         preconditionFailure("request without Via branch or CSeq")
     }
     let key = TransactionTable.Key(branch: branch, method: method)
-    let responses = table.open(key, flow: ObjectIdentifier(transport))
-    defer { table.close(key) }
+    let (events, sink) = AsyncStream.makeStream(of: TransactionTable.Event.self)
+    table.open(key, flow: ObjectIdentifier(transport), sink: sink)
+    let reliable = transport.kind != .udp
+    defer { table.close(key, absorbUntil: clock.now + (reliable ? .zero : timers.t4)) }
+    var machine = NonInviteClientTransaction(reliable: reliable, timers: timers)
     let bytes = request.serialized()
-    do {
-        try await transport.send(bytes: bytes)
-    } catch {
-        // The socket refused the request (closed, or ECONNREFUSED which closes it): the flow is over.
-        throw TransactionFailure.flowClosed
-    }
-    let proceeding = ProceedingFlag()
-    return try await withThrowingTaskGroup(of: SIPMessage.self) { group in
-        group.addTask {
-            for await response in responses {
-                if let status = response.status, status >= 200 { return response }
-                proceeding.set()
-            }
-            throw TransactionFailure.flowClosed
-        }
-        group.addTask {
-            var interval = timers.t1
-            var elapsed = Duration.zero
-            while elapsed < timers.transactionTimeout {
-                let step = min(interval, timers.transactionTimeout - elapsed)
-                try await Task.sleep(for: step)
-                elapsed += step
-                guard transport.kind == .udp, elapsed < timers.transactionTimeout else { continue }
-                try? await transport.send(bytes: bytes)
-                interval = proceeding.isSet ? timers.t2 : min(interval * 2, timers.t2)
-            }
-            throw TransactionFailure.timeout
-        }
+    let outcome: Result<SIPMessage, TransactionFailure>? = await withTaskGroup(of: Void.self) { group in
         defer { group.cancelAll() }
-        guard let first = try await group.next() else { throw TransactionFailure.timeout }
-        return first
+        var actions = machine.start(at: clock.now)
+        var sent = 0
+        var iterator = events.makeAsyncIterator()
+        while true {
+            for action in actions {
+                switch action {
+                case .send:
+                    sent += 1
+                    do {
+                        try await transport.send(bytes: bytes)
+                    } catch  where sent == 1 {
+                        // The socket refused the request (closed, or ECONNREFUSED which closes it).
+                        return .failure(.flowClosed)
+                    } catch {
+                        // A retransmission that fails is as good as one lost on the way.
+                    }
+                case .arm(let timer, let deadline):
+                    group.addTask {
+                        guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+                        sink.yield(.timer(timer))
+                    }
+                case .complete(let response): return .success(response)
+                case .fail(let failure): return .failure(failure)
+                }
+            }
+            // nil: the calling task was cancelled.
+            guard let event = await iterator.next() else { return nil }
+            switch event {
+            case .response(let response): actions = machine.received(response)
+            case .flowClosed: actions = machine.flowClosed()
+            case .timer(let timer): actions = machine.timerFired(timer, at: clock.now)
+            }
+        }
     }
-}
-
-/// Set once a provisional response arrived (the transaction is Proceeding).
-private final class ProceedingFlag: Sendable {
-    private let value = Mutex(false)
-    func set() { value.withLock { $0 = true } }
-    var isSet: Bool { value.withLock { $0 } }
+    guard let outcome else { throw CancellationError() }
+    return try outcome.get()
 }

@@ -2,6 +2,7 @@ internal import Glibc
 internal import Logging
 internal import NIOCore
 internal import NIOPosix
+internal import ResilienceCore
 internal import Synchronization
 
 /// The transport protocol of an account.
@@ -50,14 +51,15 @@ final class SIPTransport: Sendable {
 
     /// Opens a flow bound to `localHost` (port chosen by the kernel) and connected to `remote`.
     /// `onLost` gets the flow when it ends without ``close()``.
+    /// `log` takes the warnings a peer can provoke (malformed input), rate-limited.
     static func open(
-        kind: SIPTransportKind, localHost: String, remote: SocketAddress, logger: Logger,
+        kind: SIPTransportKind, localHost: String, remote: SocketAddress, log: ThrottledLog,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
         let local = try SocketAddress(ipAddress: localHost, port: 0)
         let group = MultiThreadedEventLoopGroup.singleton
-        let callbacks = FlowCallbacks(logger: logger, inbound: inbound, onPong: onPong)
+        let callbacks = FlowCallbacks(log: log, inbound: inbound, onPong: onPong)
         let channel: any Channel
         switch kind {
         case .udp:
@@ -80,8 +82,7 @@ final class SIPTransport: Sendable {
                 .bind(to: local)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
-                        try channel.pipeline.syncOperations.addHandler(StreamInbound(callbacks))
+                        try addStreamHandlers(to: channel.pipeline.syncOperations, callbacks)
                     }
                 }
                 .connect(to: remote).get()
@@ -121,43 +122,21 @@ func formatHost(_ host: String) -> String {
     host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
 }
 
-/// Frames SIP over a stream with ``SIPStreamFramer``.
-struct SIPFrameDecoder: ByteToMessageDecoder {
-    typealias InboundOut = SIPMessage
-
-    mutating func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
-        switch try SIPStreamFramer.next(Array(buffer.readableBytesView)) {
-        case .needMoreData:
-            return .needMoreData
-        case .keepAlive(let consumed):
-            buffer.moveReaderIndex(forwardBy: consumed)
-            context.fireUserInboundEventTriggered(KeepAlivePong())
-            return .continue
-        case .message(let message, let consumed):
-            buffer.moveReaderIndex(forwardBy: consumed)
-            context.fireChannelRead(wrapInboundOut(message))
-            return .continue
-        }
-    }
-
-    mutating func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws
-        -> DecodingState
-    {
-        while try decode(context: context, buffer: &buffer) == .continue {}
-        return .needMoreData
-    }
+/// The stream path's handlers, added last: the frame decoder and the handler that passes its
+/// frames up. A security layer (TLS) goes in front of them, so the decoder only ever sees
+/// plaintext SIP bytes whatever the channel carries.
+func addStreamHandlers(to pipeline: ChannelPipeline.SynchronousOperations, _ callbacks: FlowCallbacks) throws {
+    try pipeline.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
+    try pipeline.addHandler(StreamInbound(callbacks))
 }
 
 /// What both inbound handlers report to: the log and the upper layer.
 struct FlowCallbacks: Sendable {
-    let logger: Logger
+    let log: ThrottledLog
     let inbound: SIPInboundHandler
     /// A CRLF arrived between messages on a stream (RFC 5626 §4.4.1 pong).
     let onPong: @Sendable () -> Void
 }
-
-/// The user event ``SIPFrameDecoder`` raises for bare CRLFs on a stream.
-struct KeepAlivePong {}
 
 final class DatagramInbound: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
@@ -170,14 +149,17 @@ final class DatagramInbound: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         let bytes = Array(envelope.data.readableBytesView)
-        if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // keep-alive
+        if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // a flow ping or pong
         let message: SIPMessage
         do {
             message = try SIPParser.parse(datagram: bytes)
         } catch {
-            flow.logger.warning(
-                "sip.malformed-datagram",
-                metadata: ["reason": "\(error.reason)", "peer": "\(envelope.remoteAddress)", "bytes": "\(bytes.count)"])
+            flow.log.log(
+                .warning, "sip.malformed-datagram",
+                metadata: [
+                    "reason": "\(LogText.escaped(error.reason))", "peer": "\(envelope.remoteAddress)",
+                    "bytes": "\(bytes.count)",
+                ])
             return
         }
         let channel = context.channel
@@ -193,39 +175,36 @@ final class DatagramInbound: ChannelInboundHandler {
         // ECONNREFUSED (NIO keeps the channel open): nobody listens there any more, so the flow
         // is over. Closing it fails pending transactions at once and reports the loss.
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            flow.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
+            flow.log.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         } else {
-            flow.logger.debug("sip.udp-error", metadata: ["error": "\(error)"])
+            flow.log.log(.debug, "sip.udp-error", metadata: ["error": "\(LogText.escaped("\(error)"))"])
         }
     }
 }
 
 final class StreamInbound: ChannelInboundHandler {
-    typealias InboundIn = SIPMessage
+    typealias InboundIn = SIPStreamFrame
 
     let flow: FlowCallbacks
 
     init(_ flow: FlowCallbacks) { self.flow = flow }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let channel = context.channel
-        flow.inbound(unwrapInboundIn(data)) { reply in
-            channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
-        }
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is KeepAlivePong {
+        switch unwrapInboundIn(data) {
+        case .pong:
             flow.onPong()
-        } else {
-            context.fireUserInboundEventTriggered(event)
+        case .message(let message):
+            let channel = context.channel
+            flow.inbound(message) { reply in
+                channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
+            }
         }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let reason = (error as? SIPParseError)?.reason ?? "\(error)"
-        flow.logger.warning("sip.stream-closed", metadata: ["reason": "\(reason)"])
+        flow.log.log(.warning, "sip.stream-closed", metadata: ["reason": "\(LogText.escaped(reason))"])
         context.close(promise: nil)
     }
 }

@@ -45,8 +45,9 @@ extension SIPUserAgent {
         let answered = await withCheckedContinuation { continuation in
             pongWaiter?.continuation.resume(returning: false)
             pongWaiter = (id, continuation)
+            let clock = self.clock
             Task { [weak self] in
-                try? await Task.sleep(for: timeout)
+                try? await clock.sleep(for: timeout)
                 await self?.endPongWait(id: id, answered: false)
             }
         }
@@ -66,10 +67,12 @@ extension SIPUserAgent {
         request.headers.add("Call-ID", randomToken())
         request.headers.add("CSeq", "1 OPTIONS")
         request.headers.add("User-Agent", "NetResilience")
-        let (options, table, timers) = (request, self.table, self.timers)
-        let attempt = Task { try await runNonInviteTransaction(options, over: flow, table: table, timers: timers) }
+        let (options, table, timers, clock) = (request, self.table, self.timers, self.clock)
+        let attempt = Task {
+            try await runNonInviteTransaction(options, over: flow, table: table, timers: timers, clock: clock)
+        }
         let limit = Task {
-            try await Task.sleep(for: timers.pongTimeout)
+            try await clock.sleep(for: timers.pongTimeout)
             attempt.cancel()
         }
         defer { limit.cancel() }

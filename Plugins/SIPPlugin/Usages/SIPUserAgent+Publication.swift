@@ -64,7 +64,7 @@ extension SIPUserAgent {
             switch response.status ?? 0 {
             case 200..<300:
                 publication?.etag = response.headers["SIP-ETag"]
-                publication?.expires = response.headers["Expires"].flatMap { Int($0) } ?? expires
+                publication?.expires = response.expires ?? expires
                 return
             case 412:
                 logger.notice("sip.publish-etag-stale")

@@ -93,15 +93,13 @@ extension SIPUserAgent {
             case 200..<300:
                 registration.outcomeUnknown = false
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
-                registration.flowTimer = response.headers["Flow-Timer"].flatMap { Int($0) }.flatMap {
-                    $0 > 0 ? $0 : nil
-                }
+                registration.flowTimer = response.flowTimer
                 registration.staleContacts.removeAll()
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
             case 423:
-                guard let raw = response.headers["Min-Expires"], let minimum = Int(raw), minimum > registration.expires
+                guard let minimum = response.minExpires, minimum > registration.expires
                 else { throw PluginError.permanent("423 without a usable Min-Expires") }
                 logger.notice("sip.min-expires", metadata: ["min-expires": "\(minimum)"])
                 registration.expires = minimum
@@ -180,11 +178,9 @@ extension SIPUserAgent {
     func grantedExpiry(in response: SIPMessage, for contact: String) -> Int? {
         let key = Self.bindingKey(contact)
         for value in response.headers.listValues("Contact") where Self.bindingKey(extractURI(value)) == key {
-            if let raw = SIPParameters.parse(afterFirstSemicolon: value)["expires"], let seconds = Int(raw) {
-                return seconds
-            }
+            if let seconds = SIPParameters.parse(afterFirstSemicolon: value).seconds("expires") { return seconds }
         }
-        return response.headers["Expires"].flatMap { Int($0) }
+        return response.expires
     }
 
     /// `user@host:port` lower-cased, the part of a Contact URI that identifies a binding.
@@ -197,11 +193,14 @@ extension SIPUserAgent {
     static func failure(_ response: SIPMessage, _ what: String) -> PluginError {
         let status = response.status ?? 0
         let reason: String
-        if case .response(_, let text) = response.startLine { reason = text } else { reason = "" }
-        let message = "\(what) failed: \(status) \(reason)"
-        let retryAfter = response.headers["Retry-After"].flatMap { raw in
-            Int(raw.prefix { $0.isASCIIDigit }).map { Duration.seconds($0) }
+        // The reason phrase is the peer's text: it reaches logs through the error, escaped.
+        if case .response(_, let text) = response.startLine {
+            reason = LogText.escaped(text, limit: 64)
+        } else {
+            reason = ""
         }
+        let message = "\(what) failed: \(status) \(reason)"
+        let retryAfter = response.retryAfter
         switch status {
         case 408, 480, 500..<600: return PluginError(message, isRetryable: true, retryAfter: retryAfter)
         default: return PluginError(message, isRetryable: false, retryAfter: retryAfter)

@@ -38,7 +38,7 @@ extension SIPUserAgent {
                 if !response.headers.values("Record-Route").isEmpty {
                     current.routeSet = response.headers.listValues("Record-Route").reversed()
                 }
-                current.status.expires = response.headers["Expires"].flatMap { Int($0) } ?? current.expires
+                current.status.expires = response.expires ?? current.expires
                 if current.status.state == .none { current.status.state = .pending }
                 subscriptions[service] = current
                 logger.info(
@@ -49,7 +49,7 @@ extension SIPUserAgent {
                 state = SubscriptionState(target: target, resource: current.resource)
                 subscriptions[service] = state
             case 423:
-                guard let raw = response.headers["Min-Expires"], let minimum = Int(raw), minimum > current.expires
+                guard let minimum = response.minExpires, minimum > current.expires
                 else { throw PluginError.permanent("423 without a usable Min-Expires") }
                 current.expires = minimum
                 state = current
@@ -119,7 +119,9 @@ extension SIPUserAgent {
         state.status.notifyCount += 1
         state.status.lastBody = request.body
         if case .terminated(let reason, _) = subscriptionState {
-            logger.notice("sip.subscription-terminated", metadata: ["service": "\(service)", "reason": "\(reason)"])
+            logger.notice(
+                "sip.subscription-terminated",
+                metadata: ["service": "\(service)", "reason": "\(LogText.escaped(reason, limit: 64))"])
             state.toTag = nil
             state.remoteTarget = nil
             state.routeSet = []

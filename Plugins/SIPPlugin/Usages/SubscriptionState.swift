@@ -54,8 +54,8 @@ extension SubscriptionStatus.State {
     static func parse(_ value: String) -> (SubscriptionStatus.State, expires: Int?, retryAfter: Int?) {
         let word = value.prefix { $0 != ";" }.trimmingCharacters()
         let params = SIPParameters.parse(afterFirstSemicolon: value)
-        let expires = params["expires"].flatMap { Int($0) }
-        let retryAfter = params["retry-after"].flatMap { Int($0) }
+        let expires = params.seconds("expires")
+        let retryAfter = params.seconds("retry-after")
         switch word {
         case "active": return (.active, expires, retryAfter)
         case "pending": return (.pending, expires, retryAfter)

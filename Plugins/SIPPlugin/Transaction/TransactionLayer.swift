@@ -1,0 +1,52 @@
+internal import Logging
+internal import ResilienceCore
+
+/// Where every message parsed on one flow goes first (RFC 3261 §17): a response to its client
+/// transaction, a request to its server transaction; only the first copy of a request goes on,
+/// into the agent's ordered inbound stream with the transaction that answers it.
+///
+/// Invariants: requests enter the stream in arrival order; a retransmitted request is answered
+/// from its transaction and never enters the stream; a request the stream cannot take (the agent
+/// is 64 requests behind) is forgotten, so its retransmission is treated as new; strays and
+/// drops are logged through the throttled log.
+struct TransactionLayer: Sendable {
+    let clients: TransactionTable
+    let servers: ServerTransactionTable
+    let clock: any RuntimeClock
+    let log: ThrottledLog
+    let inbound: AsyncStream<InboundRequest>.Continuation
+    /// Whether the flow is a stream (timer J and K are zero there).
+    let reliable: Bool
+
+    func receive(_ message: SIPMessage, reply: @escaping @Sendable (SIPMessage) -> Void) {
+        let now = clock.now
+        guard message.isRequest else {
+            if clients.deliver(message, at: now) == .unknown {
+                log.log(.notice, "sip.stray-response", metadata: Self.describe(message))
+            }
+            return
+        }
+        guard message.method?.uppercased() != "ACK" else { return }
+        switch servers.receive(message, reliable: reliable, at: now, reply: reply) {
+        case .new(let transaction):
+            if case .dropped = inbound.yield(InboundRequest(message: message, transaction: transaction)) {
+                servers.forget(transaction.key)
+                log.log(.warning, "sip.inbound-overflow", metadata: Self.describe(message))
+            }
+        case .retransmission(let answer):
+            if let answer { reply(answer) }
+        case .refused:
+            log.log(.warning, "sip.inbound-refused", metadata: Self.describe(message))
+        }
+    }
+
+    /// Method or status, CSeq and Call-ID, escaped: enough to find the message, safe to log.
+    static func describe(_ message: SIPMessage) -> Logger.Metadata {
+        let what = message.method ?? message.status.map { "\($0)" } ?? "?"
+        return [
+            "message": "\(LogText.escaped(what, limit: 32))",
+            "cseq": "\(LogText.escaped(message.headers["CSeq"] ?? "", limit: 64))",
+            "call-id": "\(LogText.escaped(message.headers["Call-ID"] ?? "", limit: 64))",
+        ]
+    }
+}

@@ -1,0 +1,50 @@
+/// Requests from the peer, served in arrival order through their server transactions.
+extension SIPUserAgent {
+    /// The ordered inbound stream's sink; starts the task that serves it when none runs.
+    func inboundSink() -> AsyncStream<InboundRequest>.Continuation {
+        if let inboundSession { return inboundSession.sink }
+        let (requests, sink) = AsyncStream.makeStream(of: InboundRequest.self, bufferingPolicy: .bufferingOldest(64))
+        let task = Task { [weak self] in
+            for await request in requests { await self?.handle(inbound: request) }
+        }
+        inboundSession = (sink, task)
+        return sink
+    }
+
+    /// Serves one inbound request, in arrival order; answers go through its server transaction.
+    /// This is the one point where requests enter the usages: NOTIFYs to subscriptions (and,
+    /// next, to the dialog table), everything else answered at once.
+    func handle(inbound request: InboundRequest) {
+        let transaction = request.transaction
+        let clock = self.clock
+        let reply: @Sendable (SIPMessage) -> Void = { transaction.respond($0, at: clock.now) }
+        if request.message.method?.uppercased() == "NOTIFY" {
+            received(request: request.message, reply: reply)
+        } else if let answer = Self.immediateAnswer(to: request.message) {
+            reply(answer)
+        }
+    }
+
+    /// The methods this agent accepts as a UAS, for `Allow` (RFC 3261 §20.5).
+    static let allowedMethods = "ACK, NOTIFY, OPTIONS"
+
+    /// Answers to the requests no usage takes (RFC 3261 §8.2.1): nothing to ACK; 200 with `Allow` to
+    /// OPTIONS; 481 to CANCEL and BYE (there is nothing to cancel or end); 405 with `Allow` to a
+    /// method SIP defines that this agent does not serve (INVITE until dialogs exist, MESSAGE,
+    /// REFER, ...); 501 to a method it does not know.
+    nonisolated static func immediateAnswer(to request: SIPMessage) -> SIPMessage? {
+        let method = request.method?.uppercased() ?? ""
+        var answer: SIPMessage
+        switch method {
+        case "ACK": return nil
+        case "OPTIONS": answer = request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
+        // No INVITE server transaction or dialog exists to cancel or end (§9.2, §15.1.2).
+        case "CANCEL", "BYE": return request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")
+        case "INVITE", "REGISTER", "SUBSCRIBE", "PUBLISH", "MESSAGE", "INFO", "UPDATE", "REFER", "PRACK":
+            answer = request.makeResponse(status: 405, reason: "Method Not Allowed", toTag: randomToken())
+        default: return request.makeResponse(status: 501, reason: "Not Implemented", toTag: randomToken())
+        }
+        answer.headers.add("Allow", allowedMethods)
+        return answer
+    }
+}
