@@ -85,7 +85,9 @@ final class SIPLab {
             in: registrarNamespace,
             [
                 "/usr/sbin/kamailio", "-f", path, "-w", directory.path, "-P", directory.path + "/kamailio.pid",
-                "-Y", directory.path, "-DD", "-E", "-m", "32", "-M", "4",
+                // 256 MB of shared memory: 32 MB runs out near 2,000 bindings (`scale 1000` keeps
+                // sipp's and netres's users bound at once).
+                "-Y", directory.path, "-DD", "-E", "-m", "256", "-M", "8",
             ], output: kamailioLog)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {

@@ -209,11 +209,11 @@ public actor SIPUserAgent {
         _ isRegister: Bool, _ transaction: () async throws -> SIPMessage
     ) async throws -> SIPMessage {
         guard isRegister else { return try await transaction() }
-        try await pacer.admit()
-        let started = ContinuousClock.now
+        try await pacer.admit(clock: clock)
+        let started = clock.now
         do {
             let response = try await transaction()
-            pacer.finish(ContinuousClock.now - started < timers.t1 ? .answered : .retransmitted)
+            pacer.finish(clock.now - started < timers.t1 ? .answered : .retransmitted)
             return response
         } catch {
             pacer.finish(Task.isCancelled ? .abandoned : .retransmitted)

@@ -1,3 +1,4 @@
+internal import ResilienceCore
 internal import Synchronization
 
 /// Admits one registrar's REGISTER transactions through a ``PacingWindow``, shared by every
@@ -21,14 +22,15 @@ public final class RegistrarPacer: Sendable {
     /// The window now (for status and tests).
     var window: PacingWindow { state.withLock { $0.window } }
 
-    /// Returns when this registrar may get one more REGISTER transaction.
-    func admit() async throws {
+    /// Returns when this registrar may get one more REGISTER transaction; the ceiling's spacing
+    /// sleeps on `clock` (the runtime's, so no sleep bypasses its timers).
+    func admit(clock: any RuntimeClock) async throws {
         // Bounded: each pass either starts, sleeps until the ceiling allows, or waits for an answer.
         var woken = false
         while true {
             try Task.checkCancellation()
             let decision = state.withLock { state -> PacingWindow.Decision in
-                let now = ContinuousClock.now
+                let now = clock.now
                 // First come, first served: a newcomer does not overtake the queue (a woken
                 // waiter left it already).
                 guard woken || state.waiters.isEmpty else { return .full }
@@ -38,7 +40,7 @@ public final class RegistrarPacer: Sendable {
             }
             switch decision {
             case .start: return
-            case .wait(let until): try await Task.sleep(until: until, clock: .continuous)
+            case .wait(let until): try await clock.sleep(until: until, tolerance: nil)
             case .full:
                 try await waitForRoom()
                 woken = true
