@@ -25,7 +25,9 @@ do {
     case "idle-baseline":
         // The Swift runtime at rest, for the idle comparison: await something that never comes.
         // `idle-baseline quiet` first takes the runtime off libdispatch, as `netres` does.
+        // `… sleep` does one 10 ms `Task.sleep` first (does a sleep start libdispatch's monitor?).
         if arguments.dropFirst().first == "quiet" { QuietConcurrencyRuntime.install() }
+        if arguments.last == "sleep" { try await Task.sleep(for: .milliseconds(10)) }
         let never = AsyncStream<Int>(bufferingPolicy: .unbounded, { _ in })
         for await _ in never {}
     default:

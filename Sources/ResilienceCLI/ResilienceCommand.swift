@@ -18,9 +18,8 @@ struct ResilienceCommand: AsyncParsableCommand {
     /// Takes the concurrency runtime off libdispatch's worker pool before the first task exists,
     /// so an idle `netres` makes no wake-ups of its own (``QuietConcurrencyRuntime``).
     static func main() async {
-        let runtime = QuietConcurrencyRuntime.install()
-        if runtime != .installed {
-            printError("netres: concurrency runtime not taken over (\(runtime.rawValue)); idle wake-ups continue")
+        if !QuietConcurrencyRuntime.install() {
+            printError("netres: the concurrency runtime stays on libdispatch; idle wake-ups continue")
         }
         await main(nil)
     }
