@@ -1,10 +1,19 @@
 # The two commands a new machine needs (see README.md):
 #   make run    install libnl, build, and watch the network (`netres watch`)
-#   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build, test
+#   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build, test,
+#               and build the DocC documentation with warnings as errors
+# Operators:
+#   make install        netres in $(PREFIX)/bin, its man page and bash/zsh/fish completions
+#   make install-docs   only the man page and completions (`man netres` works after it)
 SWIFT ?= swift
 FORMAT_PATHS = Package.swift Sources Plugins Tests Benchmarks
+PREFIX ?= /usr/local
+DESTDIR ?=
+# Every public module; a broken symbol link or a stale example fails `make docs`.
+DOC_TARGETS = ResilienceCore ResilienceRules ResiliencePolicyFile ResilienceRuntime ResilienceTesting \
+	NetlinkMonitor SIPPlugin HTTPGate
 
-.PHONY: run test deps-run deps-test build lint bench clean
+.PHONY: run test deps-run deps-test deps-install build lint docs bench install install-docs clean
 
 run: deps-run
 	$(SWIFT) build -c release --product netres
@@ -13,6 +22,11 @@ run: deps-run
 test: deps-test lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
+	$(MAKE) docs
+
+docs:
+	$(SWIFT) package --disable-sandbox generate-documentation --warnings-as-errors \
+		$(foreach target,$(DOC_TARGETS),--target $(target))
 
 deps-run:
 	scripts/install-deps.sh run
@@ -30,6 +44,30 @@ bench: deps-test
 	$(SWIFT) build -c release --product netres
 	$(SWIFT) build -c release --product netres-bench
 	.build/release/netres-bench $(ARGS)
+
+install: deps-install
+	$(SWIFT) build -c release --product netres
+	install -D -m 0755 .build/release/netres $(DESTDIR)$(PREFIX)/bin/netres
+	$(MAKE) install-docs NETRES=.build/release/netres CONFIGURATION=release
+
+# The man page comes from swift-argument-parser's generate-manual plugin, the completions from
+# `netres --generate-completion-script`: both from the same parser as `netres --help`.
+NETRES ?= .build/debug/netres
+CONFIGURATION ?= debug
+install-docs: deps-install
+	$(SWIFT) build -c $(CONFIGURATION) --product netres
+	$(SWIFT) package --disable-sandbox plugin generate-manual --configuration $(CONFIGURATION)
+	install -D -m 0644 .build/plugins/GenerateManual/outputs/ResilienceCLI/netres.1 \
+		$(DESTDIR)$(PREFIX)/share/man/man1/netres.1
+	mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(NETRES) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/netres
+	$(NETRES) --generate-completion-script zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_netres
+	$(NETRES) --generate-completion-script fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/netres.fish
+	-[ -n "$(DESTDIR)" ] || mandb -q $(PREFIX)/share/man
+
+deps-install:
+	scripts/install-deps.sh install
 
 clean:
 	rm -rf .build

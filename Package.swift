@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "ResilienceTesting", targets: ["ResilienceTesting"]),
         .library(name: "SIPPlugin", targets: ["SIPPlugin"]),
         .library(name: "HTTPGate", targets: ["HTTPGate"]),
+        .library(name: "ResiliencePolicyFile", targets: ["ResiliencePolicyFile"]),
         .executable(name: "netres", targets: ["ResilienceCLI"]),
         .executable(name: "netres-bench", targets: ["NetresBench"]),
     ],
@@ -33,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // `swift package generate-documentation`: DocC for every public module, checked in `make test`.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // The C door to libnl-3. Only NetlinkMonitor imports it.
@@ -94,10 +98,12 @@ let package = Package(
             name: "ResilienceDaemon",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "SIPPlugin", "ResilienceHooks", .product(name: "Yams", package: "Yams"), log, lifecycle,
+                "SIPPlugin", "ResilienceHooks", .product(name: "Yams", package: "Yams"), log, lifecycle, metrics,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: strictSettings
         ),
@@ -120,7 +126,6 @@ let package = Package(
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
                 "NetlinkMonitor", "ResilienceDaemon", log,
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
@@ -148,7 +153,7 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", log],
+            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", "ResilienceTesting", log],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -162,8 +167,10 @@ let package = Package(
         .testTarget(
             name: "ResilienceDaemonTests",
             dependencies: [
-                "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "SIPPlugin", "ResilienceTesting", log,
-                lifecycle, .product(name: "NIOPosix", package: "swift-nio"),
+                "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "ResilienceRuntime", "SIPPlugin",
+                "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -4,6 +4,7 @@
 #   scripts/install-deps.sh test   plus what the test suites drive for real: iproute2 (namespaces,
 #                                  veth, ifb, netem), Kamailio with presence modules, sipp, tcpdump,
 #                                  baresip (the peer client of `netres-bench sip-recovery`)
+#   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
 
@@ -14,7 +15,8 @@ test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-m
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;
     test) wanted=("${run_packages[@]}" "${test_packages[@]}") ;;
-    *) echo "usage: $0 run|test" >&2; exit 2 ;;
+    install) wanted=("${run_packages[@]}" man-db) ;;
+    *) echo "usage: $0 run|test|install" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -2,7 +2,7 @@ public import Logging
 public import ResilienceCore
 import Synchronization
 
-/// A gate around the app's HTTP client for one HTTP service (a ``ClientService`` of kind `.http`).
+/// A gate around the app's HTTP client for one HTTP service (a `ClientService` of kind `.http`).
 ///
 /// The app sends every request of the service through ``perform(_:)``; ``HTTPGatePlugin`` closes
 /// the gate on `drain-http` and opens it on `open-http`. A gate starts closed ("not opened yet"):

@@ -6,12 +6,12 @@ public import ResilienceCore
 /// - `drain-http` closes the gate to new requests, waits for the ones in flight, then runs the
 ///   gate's `onClosed`. The wait ends at the latest nine tenths of the way from the attempt's
 ///   start to `context.deadline`, leaving the rest for `onClosed`; requests still running then
-///   are reported as a permanent ``PluginError`` naming their count (after `onClosed` ran):
+///   are reported as a permanent `PluginError` naming their count (after `onClosed` ran):
 ///   retrying cannot make them finish sooner.
 /// - `open-http` reopens the gate and runs its `onOpened`.
 ///
 /// Invariants: the plugin carries no clock and never reads one; it only sleeps until a deadline
-/// derived from the ``PluginContext``, on the clock the context lends (the runtime's). Cancelled
+/// derived from the `PluginContext`, on the clock the context lends (the runtime's). Cancelled
 /// (a newer epoch, shutdown timeout), a drain leaves the gate closed and `onClosed` owed to the
 /// next drain.
 public final class HTTPGatePlugin: ResiliencePlugin {

@@ -7,7 +7,7 @@ internal import Synchronization
 ///
 /// Services: `<account>.registration` for each account, plus one per configured subscription
 /// (see ``SubscriptionTarget/service(of:)``). The local address comes from the action's
-/// ``PluginContext/path``; the plugin never reads netlink.
+/// `PluginContext/path`; the plugin never reads netlink.
 public final class SIPPlugin: ResiliencePlugin {
     public let id = "sip"
     public let accounts: [SIPAccount]
@@ -16,8 +16,17 @@ public final class SIPPlugin: ResiliencePlugin {
     private let routes: Mutex<SIPRouteTable>
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
-    /// Each agent's lost flows, as the services that rode on them; the newest few are kept when
-    /// the manager falls behind (a later report names the same services).
+    /// What the agents learned, for the manager (see `PluginReport`):
+    /// - `.serviceChanged` after every action that changed a service: a registration's granted
+    ///   expiry and keep-alive interval (the registrar's Flow-Timer, else the account's), a
+    ///   subscription's granted expiry, and both cleared by unregister/unsubscribe; instants are
+    ///   the action's `PluginContext.now` plus the granted seconds (clamped by the agent);
+    /// - `.flowLost` for each flow the server ended, and for a subscription the notifier ended
+    ///   (RFC 6665 §4.1.3), so the runtime re-subscribes (or records the permanent failure).
+    ///
+    /// Unbounded on purpose: a dropped `.serviceChanged` would leave a stale expiry. Reports come
+    /// from actions (one each) and from state transitions of the configured services (a
+    /// subscription ends once per dialog), so a peer cannot make them pile up.
     public let reports: AsyncStream<PluginReport>
     private let reportContinuation: AsyncStream<PluginReport>.Continuation
 
@@ -33,14 +42,14 @@ public final class SIPPlugin: ResiliencePlugin {
     ///   - pacing: how fast one registrar gets REGISTERs; accounts of the same registrar host,
     ///     port and transport share one ``PacingWindow`` (after a flap they re-register as fast as
     ///     the registrar answers and no faster).
+    ///   - logger: SIP transactions and flows log here; never a password.
     public init(
         accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
         logger: Logger
     ) {
         self.accounts = accounts
         self.logger = logger
-        let (reports, reportContinuation) = AsyncStream.makeStream(
-            of: PluginReport.self, bufferingPolicy: .bufferingNewest(8))
+        let (reports, reportContinuation) = AsyncStream.makeStream(of: PluginReport.self)
         self.reports = reports
         self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
@@ -114,8 +123,24 @@ public final class SIPPlugin: ResiliencePlugin {
         return true
     }
 
-    /// The user agent of an account (for status and tests).
+    /// The user agent of an account (for tests).
     public func agent(for account: String) -> SIPUserAgent? { agents[account] }
+
+    /// What the registrar last confirmed for an account; nil for an unknown account.
+    public func registrationStatus(of account: String) async -> RegistrationStatus? {
+        await agents[account]?.registrationStatus
+    }
+
+    /// Whether push can wake an account (RFC 8599); nil for an unknown account.
+    public func isPushAvailable(for account: String) async -> Bool? { await agents[account]?.isPushAvailable }
+
+    /// Sets (or clears) an account's push parameters; the next REGISTER carries them.
+    /// - Returns: false for an unknown account.
+    public func setPushParameters(_ parameters: PushParameters?, for account: String) async -> Bool {
+        guard let agent = agents[account] else { return false }
+        await agent.setPushParameters(parameters)
+        return true
+    }
 
     public func perform(_ action: PlannedAction, context: PluginContext) async throws {
         guard let route = routes.withLock({ $0[action.service] }) else {
@@ -125,6 +150,7 @@ public final class SIPPlugin: ResiliencePlugin {
         switch route {
         case .registration(let name):
             let agent = agents[name]!
+            let before = await agent.registrationStatus
             switch action.kind {
             case .register, .refreshRegistration: try await agent.register(path: context.path)
             case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
@@ -133,22 +159,43 @@ public final class SIPPlugin: ResiliencePlugin {
             case .pingFlow: try await agent.sendFlowPing(path: context.path)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }
+            // Only a success gets here: a failed action leaves the service as the manager knows it.
+            let after = await agent.registrationStatus
+            if after != before || [.register, .refreshRegistration, .unregister].contains(action.kind) {
+                report(action.service) { service in
+                    service.expires = after.expires.map { context.now.adding(clamped: .clampedSeconds($0)) }
+                    service.flowPingInterval = after.flowPingInterval
+                }
+            }
         case .subscription(let name, let target):
             let agent = agents[name]!
             switch action.kind {
             case .subscribe, .refreshSubscription:
                 try await agent.subscribe(target, service: action.service, path: context.path)
-            case .unsubscribe: try await agent.unsubscribe(service: action.service, path: context.path)
+                let granted = await agent.subscriptionStatus(action.service).expires
+                report(action.service) { $0.expires = granted.map { context.now.adding(clamped: .clampedSeconds($0)) } }
+            case .unsubscribe:
+                try await agent.unsubscribe(service: action.service, path: context.path)
+                report(action.service) { $0.expires = nil }
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a subscription")
             }
         case .publication(let name):
             let agent = agents[name]!
             switch action.kind {
             case .publishPresence: try await agent.publishPresence(presence, path: context.path)
-            case .unregister, .unsubscribe: try await agent.removePresence(path: context.path)
+            case .unregister, .unsubscribe:
+                try await agent.removePresence(path: context.path)
+                report(action.service) { $0.expires = nil }
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a publication")
             }
         }
+    }
+
+    /// Reports a service as changed: the plugin's description of it (``services``) with `change`.
+    private func report(_ id: ServiceID, _ change: (inout ClientService) -> Void) {
+        guard var service = services.first(where: { $0.id == id }) else { return }
+        change(&service)
+        reportContinuation.yield(.serviceChanged(service))
     }
 
     /// Waits for shutdown; the manager's shutdown policy unregisters before this returns, and the

@@ -6,12 +6,12 @@ public import ResilienceCore
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
 ///
-/// Layers, bottom up: ``SIPTransport`` (bytes ↔ messages) → ``TransactionLayer`` (client
+/// Layers, bottom up: `SIPTransport` (bytes ↔ messages) → `TransactionLayer` (client
 /// transactions: retransmission and matching on the lent clock; server transactions: requests
 /// in order, retransmissions answered from the transaction) → `exchange` (digest challenges) →
 /// registration / subscription / publication state. Dialog usages (INVITE) plug in at the same
 /// level as subscriptions: they build requests and call `exchange`; inbound requests reach them
-/// through ``handle(inbound:)``.
+/// through `handle(inbound:)`.
 public actor SIPUserAgent {
     public nonisolated let account: SIPAccount
     nonisolated let timers: SIPTimers
@@ -31,6 +31,8 @@ public actor SIPUserAgent {
     var push: PushParameters?
     var auth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
+    /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
+    var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
@@ -46,7 +48,11 @@ public actor SIPUserAgent {
     /// Paces REGISTERs to this account's registrar together with every other account there.
     nonisolated let pacer: RegistrarPacer
 
-    /// - Parameter onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
+    /// - Parameters:
+    ///   - account: the account this agent registers and subscribes.
+    ///   - timers: RFC 3261 timers.
+    ///   - logger: SIP transactions and flows log here; never a password.
+    ///   - onFlowLost: called once per flow the server ended (FIN/RST, ICMP port
     ///   unreachable, an unanswered flow ping) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
     ///   - clock: the clock for transaction timers until the runtime lends one with an action.
@@ -67,7 +73,7 @@ public actor SIPUserAgent {
         let lent = LentClock(clock)
         self.clock = lent
         self.throttledLog = ThrottledLog(logger: logger, clock: lent)
-        self.serverTransactions = ServerTransactionTable(timers: timers)
+        self.serverTransactions = ServerTransactionTable(timers: timers, clock: lent)
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
@@ -75,7 +81,7 @@ public actor SIPUserAgent {
 
     deinit { inboundSession?.sink.finish() }
 
-    /// Lends the runtime's clock to this agent's timers (each action's ``PluginContext/clock``).
+    /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).
     public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
 
     /// The local address the transport is (or will be) bound to, or nil when none is up.
@@ -150,6 +156,7 @@ public actor SIPUserAgent {
             if let waiter = pongWaiter { endPongWait(id: waiter.id, answered: false) }
         }
         let services = servicesOnFlow
+        subscriptionsLostTheirFlow()
         logger.warning(
             "sip.flow-lost",
             metadata: [

@@ -3,6 +3,7 @@
 
 #include <net/if.h>
 #include <netlink/netlink.h>
+#include <netlink/version.h>
 #include <netlink/socket.h>
 #include <netlink/msg.h>
 #include <netlink/cache.h>

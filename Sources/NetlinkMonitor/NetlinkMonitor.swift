@@ -48,6 +48,7 @@ public final class NetlinkMonitor: NetworkEventSource {
     ///   - receiveBufferSize: bytes of socket buffer to ask for; tests pass a tiny one to force
     ///     overruns.
     ///   - namespace: watch this named network namespace instead of the current one.
+    ///   - logger: where netlink failures and overruns are logged.
     public init(
         filter: InterfaceFilter = .all, holdDown: Duration = .zero, receiveBufferSize: Int = 4 << 20,
         namespace: String? = nil, logger: Logger

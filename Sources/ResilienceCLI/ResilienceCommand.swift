@@ -1,4 +1,5 @@
 import ArgumentParser
+import NetlinkMonitor
 import ResilienceDaemon
 
 /// `netres`: watch the network the way a real-time client needs it, check policies, and run the
@@ -12,8 +13,12 @@ struct ResilienceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "netres",
         abstract: "Keep a real-time client's services alive across network loss and change.",
+        version: "netres \(packageVersion) (libnl \(NetlinkMonitor.libnlVersion))",
         subcommands: [Watch.self, Status.self, WaitOnline.self, Policy.self, Run.self, Ctl.self]
     )
+
+    /// The package's version; bumped with each release tag.
+    static let packageVersion = "0.1.0"
 
     /// Takes the concurrency runtime off libdispatch's worker pool before the first task exists,
     /// so an idle `netres` makes no wake-ups of its own (``QuietConcurrencyRuntime``).

@@ -36,6 +36,19 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     /// UDP). Not a refresh: re-REGISTER/re-SUBSCRIBE before expiry are `refresh-*` actions.
     public static let pingFlow: Self = "ping-flow"
 
+    /// Built-in actions that need no network path: they only touch local state (finish or refuse
+    /// local HTTP requests, close sockets bound to a vanished address).
+    ///
+    /// These are the only built-in actions that run while the network is down: the rules engine
+    /// plans them during a loss, and the executor starts and retries them while the path is
+    /// unsatisfied and does not cancel them when a loss starts a new epoch. A plugin declares its
+    /// own local actions with `ResiliencePlugin.localActions`.
+    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports]
+
+    /// Whether this is a built-in local action (see ``local``); a plugin's own actions are local
+    /// only when the plugin lists them in `localActions`.
+    public var isLocal: Bool { Self.local.contains(self) }
+
     /// The actions the default policy knows, in a stable order.
     public static let builtIn: [ActionKind] = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,

@@ -23,18 +23,38 @@ public enum DurationText {
         return total
     }
 
-    /// Formats a duration compactly (`0s`, `250ms`, `2s`, `1.5s`, `10m`), round-tripping with `parse`.
+    /// Formats a duration as a policy file writes it: `0s`, `250ms`, `2s`, `1.5s`, `10m`, `1m30s`,
+    /// `1h2m3.25s`. Whole minutes and hours are split off; seconds keep at most three decimals
+    /// (a measured downtime of 1505709508 ns prints `1.506s`), sub-second values are written in
+    /// `ms`, `us` or `ns`. `parse` reads every result back, exactly when the duration has no
+    /// finer precision than the one printed.
     public static func format(_ duration: Duration) -> String {
-        let ns = duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000
+        let ns = duration.nanosecondsValue
         if ns == 0 { return "0s" }
-        for (unit, scale) in [("h", 3_600_000_000_000), ("m", 60_000_000_000), ("s", 1_000_000_000)]
-            as [(String, Int64)]
-        where ns % scale == 0 {
-            return "\(ns / scale)\(unit)"
+        if ns < 0 { return "-" + format(.nanoseconds(ns == .min ? .max : -ns)) }
+        if ns < 999_500_000 {
+            if ns % 1_000_000 == 0 || ns >= 10_000_000 { return "\((ns + 500_000) / 1_000_000)ms" }
+            if ns >= 1_000_000 { return decimal((ns + 500) / 1000, scale: 1000, digits: 3) + "ms" }
+            return ns % 1000 == 0 ? "\(ns / 1000)us" : "\(ns)ns"
         }
-        if ns % 1_000_000 == 0 { return "\(ns / 1_000_000)ms" }
-        if ns % 1000 == 0 { return "\(ns / 1000)us" }
-        return "\(ns)ns"
+        let milliseconds = ns / 1_000_000 + (ns % 1_000_000 >= 500_000 ? 1 : 0)  // no overflow at .max
+        let (hours, afterHours) = milliseconds.quotientAndRemainder(dividingBy: 3_600_000)
+        let (minutes, rest) = afterHours.quotientAndRemainder(dividingBy: 60_000)
+        var text = ""
+        if hours > 0 { text += "\(hours)h" }
+        if minutes > 0 { text += "\(minutes)m" }
+        if rest > 0 || text.isEmpty { text += decimal(rest, scale: 1000, digits: 3) + "s" }
+        return text
+    }
+
+    /// `value / scale` with at most `digits` decimals, trailing zeros dropped.
+    private static func decimal(_ value: Int64, scale: Int64, digits: Int) -> String {
+        let (whole, fraction) = value.quotientAndRemainder(dividingBy: scale)
+        guard fraction != 0 else { return "\(whole)" }
+        var decimals = String(fraction)
+        decimals = String(repeating: "0", count: max(0, digits - decimals.count)) + decimals
+        while decimals.last == "0" { decimals.removeLast() }
+        return "\(whole).\(decimals)"
     }
 
     /// Larger values are refused rather than overflowing (about 285 years).

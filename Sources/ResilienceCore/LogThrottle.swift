@@ -4,7 +4,7 @@
 /// A pure value with time passed in, so tests drive it with literal instants. Invariants: per
 /// kind and window at most `limit` verdicts are ``Verdict/log(suppressedBefore:)``; every
 /// suppressed event is counted exactly once, in the `suppressedBefore` of the first logged event
-/// of a later window (or in ``pendingSuppressed``); memory grows with the number of kinds, which
+/// of a later window (or in `pendingSuppressed`); memory grows with the number of kinds, which
 /// callers draw from a fixed set of names in code, never from input.
 public struct LogThrottle: Sendable {
     /// What the caller does with one event.

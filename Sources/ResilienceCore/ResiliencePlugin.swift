@@ -23,6 +23,13 @@ public protocol ResiliencePlugin: Service {
     /// action of that service runs, and must not block (no I/O).
     func performs(_ kind: ActionKind, for service: ServiceID) -> Bool
 
+    /// The actions this plugin performs that need no network path (e.g. closing a local pool):
+    /// the rules may plan them while the network is down, and the executor runs and retries
+    /// them then, and does not cancel them when a loss starts a new epoch. The built-in local
+    /// actions (``ActionKind/local``: drain-http, close-stale-transports) are local whatever a
+    /// plugin says; by default a plugin adds none.
+    var localActions: Set<ActionKind> { get }
+
     /// Performs one planned action and returns when it is complete.
     /// - Throws: ``PluginError`` for expected failures; `CancellationError` when cancelled.
     func perform(_ action: PlannedAction, context: PluginContext) async throws
@@ -36,6 +43,9 @@ public protocol ResiliencePlugin: Service {
 extension ResiliencePlugin {
     /// Plugins without background work wait for shutdown.
     public func run() async throws { try await gracefulShutdown() }
+
+    /// Plugins declare no local actions of their own unless they say so.
+    public var localActions: Set<ActionKind> { [] }
 
     /// Plugins that learn nothing between actions report nothing.
     public var reports: AsyncStream<PluginReport> { AsyncStream { $0.finish() } }

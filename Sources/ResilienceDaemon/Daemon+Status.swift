@@ -29,6 +29,7 @@ extension Daemon {
                 + (path.addresses.isEmpty ? "" : " [" + path.addresses.map(\.description).joined(separator: " ") + "]"),
             "app-state: \(status.appState.rawValue)\(status.isInterrupted ? " (interrupted)" : "")",
             "epoch: \(status.epoch.rawValue)",
+            "damping: " + Self.dampingLine(status.damping, now: .now),
         ]
         var services: [JSONValue] = []
         for service in status.services {
@@ -50,9 +51,8 @@ extension Daemon {
         }
         var accounts: [JSONValue] = []
         for account in plugin.accounts {
-            guard let agent = plugin.agent(for: account.name) else { continue }
-            let contact = await agent.registrationStatus.contact
-            let push = await agent.isPushAvailable
+            let contact = await plugin.registrationStatus(of: account.name)?.contact
+            let push = await plugin.isPushAvailable(for: account.name) ?? false
             lines.append(
                 "account \(account.name): " + (contact.map { "registered \($0)" } ?? "not registered")
                     + (push ? "; push available" : "; push service not available"))
@@ -76,7 +76,29 @@ extension Daemon {
             ("app_state", .string(status.appState.rawValue)), ("interrupted", .bool(status.isInterrupted)),
             ("epoch", .int(Int64(status.epoch.rawValue))), ("services", .array(services)),
             ("accounts", .array(accounts)),
+            (
+                "damping",
+                .object(
+                    JSONObject([
+                        ("network_penalty", .int(Int64(status.damping.networkPenalty))),
+                        ("network_held", .bool(status.damping.networkHeldUntil != nil)),
+                        ("network_flaps", .int(Int64(status.damping.networkFlaps))),
+                        ("app_penalty", .int(Int64(status.damping.appPenalty))),
+                        ("app_held", .bool(status.damping.appHeldUntil != nil)),
+                        ("app_changes", .int(Int64(status.damping.appChanges))),
+                    ]))
+            ),
         ])
         return StatusReport(json: json.rendered, human: lines.joined(separator: "\n"))
+    }
+
+    /// `network penalty 3000 (holding the return for 12s), 12 flaps; app penalty 0, 1 change`.
+    static func dampingLine(_ damping: DampingStatus, now: ContinuousClock.Instant) -> String {
+        func held(_ until: ContinuousClock.Instant?, _ what: String) -> String {
+            until.map { " (holding \(what) for \(DurationText.format(max($0 - now, .zero))))" } ?? ""
+        }
+        return "network penalty \(Int(damping.networkPenalty))\(held(damping.networkHeldUntil, "the return")), "
+            + "\(damping.networkFlaps) flaps; app penalty \(Int(damping.appPenalty))"
+            + "\(held(damping.appHeldUntil, "state changes")), \(damping.appChanges) changes"
     }
 }

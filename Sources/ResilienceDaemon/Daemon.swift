@@ -14,13 +14,18 @@ public import UnixSignals
 ///
 /// Invariants:
 /// - Every service of every account is registered with the manager before it runs.
-/// - A registration's or subscription's granted expiry is reported back to the manager after each
-///   success, which arms the coalesced refresh; a registration's flow-ping interval
-///   (the registrar's Flow-Timer, else the account's) arms its flow pings, and unregistering
-///   stops them.
+/// - Expiries and flow-ping intervals reach the manager from the plugin itself
+///   (`SIPPlugin.reports`); the daemon only logs events, feeds the status book and the hooks.
+///   It uses SIPPlugin to build the plugin and through the plugin's methods, never an agent.
 /// - Shutdown order (reverse of ``services``): manager teardown (unsubscribe, unregister) first,
 ///   then the control socket, then the event log, which drains the manager's last events.
 /// - Passwords live only in the SIP accounts; nothing here renders them.
+/// - An account without a configured `outbound.instance-id` gets the persistent one of the
+///   ``InstanceStore`` in `state-directory`, so a restart replaces its binding at the registrar.
+/// - With `metrics` configured, every manager event is counted (``DaemonMetrics``) and served on
+///   `GET /metrics`; the executor records into the same registry.
+/// - Under systemd (`NOTIFY_SOCKET` set) `READY=1` is sent once the first path is known, and with
+///   `WATCHDOG_USEC` set, `WATCHDOG=1` every half interval as long as the manager answers.
 /// - The config's app state is the manager's from the start: the rules engine and the wake-up
 ///   scheduler begin in it before `started` is decided, so a daemon started in the background
 ///   never pings at the foreground interval.
@@ -31,6 +36,14 @@ public import UnixSignals
 public final class Daemon: Sendable {
     public typealias Output = @Sendable (String) async -> Void
 
+    /// The longest a graceful stop takes, from SIGTERM to the return of ``stop()``, whatever the
+    /// registrar does (a running hook may add its own timeout, see ``stop()``). It is spent as:
+    /// teardown (unsubscribe, unregister) ``teardownTimeout``, the plugins' stop (closing flows)
+    /// ``pluginStopTimeout``, and the rest (control socket, event log, netlink) in what remains.
+    public static let shutdownBound: Duration = .seconds(5)
+    public static let teardownTimeout: Duration = .seconds(4)
+    public static let pluginStopTimeout: Duration = .milliseconds(500)
+
     public let config: DaemonConfig
     public let plugin: SIPPlugin
     public let manager: ResilienceManager
@@ -40,20 +53,37 @@ public final class Daemon: Sendable {
     let events: AsyncStream<ResilienceEvent>
     let logger: Logger
     let hooks: HookRunner?
+    /// The metrics `netres run` exports; nil unless the config has `metrics:`.
+    public let metrics: DaemonMetrics?
+    /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
+    public let metricsEndpoint: MetricsEndpoint?
+    /// Tells systemd when the daemon is ready and that its manager still answers.
+    let systemd: SystemdNotifier?
 
     /// - Parameters:
     ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
+    ///   - environment: where `NOTIFY_SOCKET` and `WATCHDOG_USEC` are read (systemd's `Type=notify`).
     ///   - output: receives one rendered line per event, in order.
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
-        config: DaemonConfig, source: (any NetworkEventSource)? = nil, shutdownTimeout: Duration = .seconds(5),
-        clock: (any RuntimeClock)? = nil, output: @escaping Output, logger: Logger
+        config: DaemonConfig, source: (any NetworkEventSource)? = nil,
+        shutdownTimeout: Duration = Daemon.teardownTimeout, clock: (any RuntimeClock)? = nil,
+        environment: [String: String] = SystemdNotifier.processEnvironment, output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
         if let path = config.policyPath { policy = try PolicyFile.load(path: path).policy }
         if let holdDown = config.holdDown { policy.holdDown = holdDown }
         let accounts = config.accounts.map { entry in
             var account = entry.account
+            if account.instanceID == nil, let directory = config.stateDirectory {
+                do {
+                    account.instanceID = try InstanceStore.instance(of: account.name, in: directory)
+                } catch {
+                    logger.warning(
+                        "no persistent +sip.instance; a restart may leave the old binding",
+                        metadata: ["account": "\(account.name)", "error": "\(error)"])
+                }
+            }
             if let push = entry.push, let token = PushTokenStore.read(push.tokenFile) {
                 account.push = PushParameters(provider: push.provider, prid: token, param: push.param)
             }
@@ -74,10 +104,17 @@ public final class Daemon: Sendable {
         self.logger = logger
         self.plugin = SIPPlugin(
             accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling), logger: logger)
+        let metrics = config.metrics.map { _ in DaemonMetrics() }
+        self.metrics = metrics
+        self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
             clock: clock ?? EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next()),
-            configuration: .init(shutdownTimeout: shutdownTimeout), logger: logger)
+            configuration: .init(
+                shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
+                pluginShutdownTimeout: Self.pluginStopTimeout),
+            logger: logger)
+        self.systemd = SystemdNotifier(environment: environment)
         self.events = manager.events()
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
@@ -97,10 +134,14 @@ public final class Daemon: Sendable {
 
     /// The services to run, in start order (shut down in reverse).
     public var services: [any Service] {
-        [
-            EventFollower(daemon: self), ControlServer(path: config.controlSocket) { await self.handle(line: $0) },
-            manager,
-        ]
+        var services: [any Service] = [EventFollower(daemon: self)]
+        if let metricsEndpoint { services.append(metricsEndpoint) }
+        if let systemd, systemd.watchdogInterval != nil {
+            services.append(WatchdogPinger(notifier: systemd, manager: manager))
+        }
+        services.append(ControlServer(path: config.controlSocket) { await self.handle(line: $0) })
+        services.append(manager)
+        return services
     }
 
     /// A group running ``services`` that shuts down gracefully on `signals`.
@@ -129,7 +170,7 @@ public final class Daemon: Sendable {
             guard let entry = config.accounts.first(where: { $0.account.name == name }) else {
                 return "error: no account \"\(name)\"\n"
             }
-            guard let push = entry.push, let agent = plugin.agent(for: name) else {
+            guard let push = entry.push else {
                 return "error: account \"\(name)\" has no push settings (push: { provider, token-file })\n"
             }
             do {
@@ -137,59 +178,37 @@ public final class Daemon: Sendable {
             } catch {
                 return "error: \(error)\n"
             }
-            await agent.setPushParameters(PushParameters(provider: push.provider, prid: token, param: push.param))
+            _ = await plugin.setPushParameters(
+                PushParameters(provider: push.provider, prid: token, param: push.param), for: name)
             await manager.pushTokenChanged()
             return "ok push-token \(name)\n"
         }
     }
 }
 
-/// Logs every manager event and feeds expiries and flow-ping intervals back to the manager; finishes when the manager's
-/// event stream does (after its teardown).
+/// Logs every manager event, records action outcomes for status and hands transitions to the
+/// hooks; finishes when the manager's event stream does (after its teardown).
 struct EventFollower: Service {
     let daemon: Daemon
 
     func run() async throws {
         var renderer = DaemonLogLine(json: daemon.config.logFormat == .json)
+        var ready = false
         for await event in daemon.events {
             await daemon.output(renderer.render(event))
+            daemon.metrics?.observe(event)
+            if !ready, case .transition = event {
+                ready = true  // the first path is known: `.initial` is always the first transition
+                daemon.systemd?.notify("READY=1")
+            }
             switch event {
-            case .action(let action):
-                await daemon.book.record(action)
-                if action.outcome == .succeeded { await reportExpiry(of: action) }
-            case .transition(let transition):
-                daemon.hooks?.submit(transition)
-            default:
-                break
+            case .action(let action): await daemon.book.record(action)
+            case .transition(let transition): daemon.hooks?.submit(transition)
+            default: break
             }
         }
         // The stream ends after the manager's teardown, before this service's turn to shut down;
         // a service group treats an early return as a failure.
         try? await gracefulShutdown()
-    }
-
-    private func reportExpiry(of event: ActionEvent) async {
-        let id = event.action.service
-        guard let service = await daemon.manager.status().services.first(where: { $0.id == id }),
-            let name = service.account, let agent = daemon.plugin.agent(for: name)
-        else { return }
-        var updated = service
-        switch (service.kind, event.action.kind) {
-        case (.registration, .register), (.registration, .refreshRegistration):
-            let status = await agent.registrationStatus
-            updated.expires = status.expires.map { event.at + .seconds($0) }
-            // The registrar's Flow-Timer, when it sent one, replaces the account's interval.
-            updated.flowPingInterval = status.flowPingInterval
-        case (.subscription, .subscribe), (.subscription, .refreshSubscription):
-            updated.expires = await agent.subscriptionStatus(id).expires.map { event.at + .seconds($0) }
-        case (.registration, .unregister):
-            updated.expires = nil
-            updated.flowPingInterval = nil
-        case (_, .unregister), (_, .unsubscribe):
-            updated.expires = nil
-        default:
-            return
-        }
-        await daemon.manager.update(updated)
     }
 }

@@ -28,14 +28,22 @@ public struct DaemonConfig: Hashable, Sendable {
     public var accounts: [DaemonAccount]
     /// Hook scripts run on every path transition; nil runs none.
     public var hooks: HooksConfig?
+    /// Where each account's `+sip.instance` is kept across restarts (``InstanceStore``); nil
+    /// keeps none (a config file defaults to ``defaultStateDirectory``).
+    public var stateDirectory: String?
+    /// The Prometheus endpoint; nil (the default) serves none.
+    public var metrics: MetricsConfig?
 
     public init(
         logFormat: LogFormat = .human, controlSocket: String = DaemonConfig.defaultControlSocket,
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
         policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil,
+        stateDirectory: String? = nil,
+        metrics: MetricsConfig? = nil,
         registerRateCeiling: Int = PacingWindow.Settings().ceiling
     ) {
         self.registerRateCeiling = registerRateCeiling
+        self.metrics = metrics
         self.logFormat = logFormat
         self.controlSocket = controlSocket
         self.interfaces = interfaces
@@ -44,9 +52,11 @@ public struct DaemonConfig: Hashable, Sendable {
         self.policyPath = policyPath
         self.accounts = accounts
         self.hooks = hooks
+        self.stateDirectory = stateDirectory
     }
 
     public static let defaultControlSocket = "/run/netres/control.sock"
+    public static let defaultStateDirectory = "/var/lib/netres"
 }
 
 /// One account of the config: the SIP account plus where its push token lives.
@@ -88,4 +98,21 @@ public struct HooksConfig: Hashable, Sendable {
         self.directory = directory
         self.timeout = timeout
     }
+}
+
+/// Where `netres run` serves its Prometheus metrics (`GET /metrics`).
+///
+/// Invariant: off unless the config has a `metrics:` key; on, it listens on loopback unless
+/// `address` says otherwise. Port 0 picks a free port (tests).
+public struct MetricsConfig: Hashable, Sendable {
+    public var address: String
+    public var port: Int
+
+    public init(address: String = "127.0.0.1", port: Int = MetricsConfig.defaultPort) {
+        self.address = address
+        self.port = port
+    }
+
+    /// 9464, the port OpenTelemetry's Prometheus exporter uses by convention.
+    public static let defaultPort = 9464
 }

@@ -28,7 +28,7 @@ public enum DaemonConfigFile {
                 hint: "start from examples/netres.yaml")
         }
         let entries = try reader.mapping(root, keys: topKeys, what: "the config")
-        var config = DaemonConfig()
+        var config = DaemonConfig(stateDirectory: DaemonConfig.defaultStateDirectory)
         let resolve = { (path: String) in path.hasPrefix("/") ? path : directory + "/" + path }
         for entry in entries {
             let value = entry.value
@@ -39,6 +39,13 @@ public enum DaemonConfigFile {
                 ) { DaemonConfig.LogFormat(rawValue: $0) }
             case "control-socket":
                 config.controlSocket = resolve(try reader.scalar(value, expected: "a socket path"))
+                guard config.controlSocket.utf8.count <= maximumSocketPath else {
+                    throw reader.fail(
+                        .invalidValue, at: value,
+                        "control-socket \(config.controlSocket) is \(config.controlSocket.utf8.count) bytes long, "
+                            + "more than a unix socket address holds",
+                        expected: "a path of at most \(maximumSocketPath) bytes (after resolving it)")
+                }
             case "interfaces":
                 config.interfaces = try reader.list(value, expected: "interface names or globs") {
                     (node: Node) throws(PolicyFileError) -> String in
@@ -59,11 +66,19 @@ public enum DaemonConfigFile {
                 ) { AppState(rawValue: $0) }
             case "policy": config.policyPath = resolve(try reader.scalar(value, expected: "a policy file path"))
             case "hooks": config.hooks = try hooks(value, reader: reader, resolve: resolve)
+            case "state-directory":
+                config.stateDirectory = resolve(try reader.scalar(value, expected: "a directory path"))
+            case "metrics": config.metrics = try metrics(value, reader: reader)
             default:  // accounts
                 guard case .sequence(let items) = value else {
                     throw reader.fail(
                         .wrongType, at: value, "accounts must be a list, found \(reader.describe(value))",
                         expected: "a list of accounts")
+                }
+                guard !items.isEmpty else {
+                    throw reader.fail(
+                        .invalidValue, at: value, "accounts is empty: there is nothing to keep registered",
+                        expected: "at least one account")
                 }
                 for item in items {
                     let account = try AccountReader(reader: reader, resolve: resolve).account(item)
@@ -80,10 +95,33 @@ public enum DaemonConfigFile {
         return config
     }
 
+    /// `sun_path` holds 108 bytes on Linux, the last a NUL.
+    static let maximumSocketPath = 107
+
     static let topKeys = [
         "log-format", "control-socket", "interfaces", "hold-down", "app-state", "register-rate-ceiling", "policy",
-        "hooks", "accounts",
+        "hooks", "metrics", "state-directory", "accounts",
     ]
+
+    /// Reads `metrics: { address, port }`; both optional (loopback, 9464).
+    static func metrics(_ node: Node, reader: LocatedYAML) throws(PolicyFileError) -> MetricsConfig {
+        let entries = try reader.mapping(node, keys: ["address", "port"], what: "metrics")
+        var config = MetricsConfig()
+        for entry in entries {
+            let text = try reader.scalar(entry.value, expected: entry.key == "port" ? "a port" : "an IP address")
+            if entry.key == "address" {
+                config.address = text
+            } else {
+                guard let port = Int(text), (0...65535).contains(port) else {
+                    throw reader.fail(
+                        .invalidValue, at: entry.value, "metrics port \"\(text)\" is not a port",
+                        expected: "a port number from 0 to 65535")
+                }
+                config.port = port
+            }
+        }
+        return config
+    }
 
     /// Reads `hooks: { directory, timeout }`; the directory must exist.
     static func hooks(
@@ -119,14 +157,31 @@ struct AccountReader {
         "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping",
     ]
 
+    /// Requested lifetimes: at least a minute (a shorter one is at or near the refresh margin and
+    /// would refresh without pause; RFC 3261's `Min-Expires` examples start there), at most a day.
+    static let expiresRange = 60...86400
+
+    /// The scalar at `node`, rejected with its location when `problem` finds one (the message
+    /// names the key, never the value, which may be a password).
+    func checked(
+        _ node: Node, _ key: String, _ problem: (String) -> String?
+    ) throws(PolicyFileError) -> String {
+        let value = try reader.scalar(node, expected: key)
+        if let reason = problem(value) {
+            throw reader.fail(.invalidValue, at: node, "\(key) \(reason)", expected: "a valid SIP \(key) (RFC 3261)")
+        }
+        return value
+    }
+
     func account(_ node: Node) throws(PolicyFileError) -> DaemonAccount {
         let entries = try reader.mapping(node, keys: Self.keys, what: "an account")
-        func text(_ key: String) throws(PolicyFileError) -> String {
-            try reader.scalar(try reader.require(key, in: entries, of: node, what: "an account"), expected: key)
+        func text(_ key: String, _ problem: (String) -> String? = { _ in nil }) throws(PolicyFileError) -> String {
+            try checked(try reader.require(key, in: entries, of: node, what: "an account"), key, problem)
         }
         let name = try text("name")
         var account = SIPAccount(
-            name: name, registrarHost: try text("registrar"), user: try text("user"), domain: try text("domain"),
+            name: name, registrarHost: try text("registrar", SIPGrammar.hostProblem),
+            user: try text("user", SIPGrammar.userProblem), domain: try text("domain", SIPGrammar.hostProblem),
             password: "")
         var push: PushConfig?
         let passwords = entries.filter { $0.key == "password" || $0.key == "password-file" }
@@ -144,10 +199,10 @@ struct AccountReader {
                 account.transport = try reader.name(
                     value, kind: "transport", among: SIPTransportKind.allCases.map(\.rawValue)
                 ) { SIPTransportKind(rawValue: $0) }
-            case "auth-user": account.authUser = try reader.scalar(value, expected: "a digest user name")
-            case "password": account.password = try reader.scalar(value, expected: "a password")
+            case "auth-user": account.authUser = try checked(value, "auth-user", SIPGrammar.authUserProblem)
+            case "password": account.password = try checked(value, "password", SIPGrammar.passwordProblem)
             case "password-file": account.password = try passwordFile(value)
-            case "expires": account.expires = try integer(value, in: 1...86400, what: "expires")
+            case "expires": account.expires = try integer(value, in: Self.expiresRange, what: "expires")
             case "outbound":
                 let fields = try reader.mapping(value, keys: ["instance-id", "reg-id"], what: "outbound")
                 for field in fields {
@@ -209,11 +264,11 @@ struct AccountReader {
         let path = resolve(try reader.scalar(node, expected: "a password file path"))
         guard let data = FileManager.default.contents(atPath: path),
             let line = String(data: data, encoding: .utf8)?.split(whereSeparator: \.isNewline).first,
-            !line.isEmpty
+            !line.isEmpty, SIPGrammar.passwordProblem(String(line)) == nil
         else {
             throw reader.fail(
                 .unreadable, at: node, "cannot read a password from \(path)",
-                expected: "a readable file whose first line is the password")
+                expected: "a readable file whose first line is the password, without control characters")
         }
         return String(line)
     }
@@ -239,7 +294,9 @@ struct AccountReader {
         var target = SubscriptionTarget(package: package)
         for entry in entries {
             if entry.key == "resource" { target.resource = try reader.scalar(entry.value, expected: "a SIP URI") }
-            if entry.key == "expires" { target.expires = try integer(entry.value, in: 1...86400, what: "expires") }
+            if entry.key == "expires" {
+                target.expires = try integer(entry.value, in: Self.expiresRange, what: "expires")
+            }
         }
         return target
     }

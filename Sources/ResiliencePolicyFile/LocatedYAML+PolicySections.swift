@@ -4,13 +4,25 @@ import Yams
 
 extension LocatedYAML {
     static let topKeys = [
-        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "levels", "rules",
-        "extra-rules", "services",
+        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "flap-damping", "levels",
+        "rules", "extra-rules", "services",
     ]
+    static let dampingKeys = ["penalty", "suppress", "reuse", "half-life", "max-suppression"]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
     static let levelKeys = ["service", "foreground", "background", "suspended", "allowed-on", "note"]
     static let ruleKeys = ["name", "on", "when", "for", "if", "do"]
     static let serviceKeys = ["id", "kind", "account"]
+
+    /// Floors and ceilings that keep every repetition sane: no retry storm (`initial` of at least
+    /// 100 ms, the runtime's own floor), no wake-up storm (a minimum wake-up interval of at least 1 s),
+    /// no refresh storm (a margin of at most 30 min: a larger one is at or beyond any sane lifetime
+    /// and would refresh continuously), and no wait so long it is a silent outage.
+    static let holdDownRange = Duration.zero ... .seconds(3_600)
+    static let wakeUpMinimumRange = Duration.seconds(1) ... .seconds(86_400)
+    static let refreshMarginRange = Duration.seconds(1) ... .seconds(1_800)
+    static let backoffInitialRange = Duration.milliseconds(100) ... .seconds(3_600)
+    static let backoffMaximumRange = Duration.milliseconds(100) ... .seconds(86_400)
+    static let dampingTimeRange = Duration.seconds(1) ... .seconds(3_600)
 
     /// The whole file: settings, level table, rules and explain services.
     func document(_ root: Node) throws(PolicyFileError) -> PolicyDocument {
@@ -25,11 +37,14 @@ extension LocatedYAML {
                 guard try scalar(node, expected: "1") == "1" else {
                     throw fail(.invalidValue, at: node, "unsupported version", expected: "1")
                 }
-            case "hold-down": policy.holdDown = try duration(node, what: "hold-down")
+            case "hold-down": policy.holdDown = try duration(node, what: "hold-down", in: Self.holdDownRange)
             case "wake-up-minimum-interval":
-                policy.wakeUpMinimumInterval = try duration(node, what: "wake-up-minimum-interval")
-            case "refresh-margin": policy.refreshMargin = try duration(node, what: "refresh-margin")
+                policy.wakeUpMinimumInterval = try duration(
+                    node, what: "wake-up-minimum-interval", in: Self.wakeUpMinimumRange)
+            case "refresh-margin":
+                policy.refreshMargin = try duration(node, what: "refresh-margin", in: Self.refreshMarginRange)
             case "backoff": policy.backoff = try backoff(node)
+            case "flap-damping": policy.flapDamping = try flapDamping(node)
             case "levels": policy.levels = try levels(node)
             case "rules": fileRules = try rules(node, what: entry.key)
             case "extra-rules": extraRules = try rules(node, what: entry.key)
@@ -53,11 +68,12 @@ extension LocatedYAML {
         var maxNode: Node?
         for entry in try mapping(node, keys: Self.backoffKeys, what: "backoff") {
             switch entry.key {
-            case "initial": backoff.initial = try duration(entry.value, what: "backoff.initial")
+            case "initial":
+                backoff.initial = try duration(entry.value, what: "backoff.initial", in: Self.backoffInitialRange)
             case "multiplier": backoff.multiplier = try number(entry.value, in: 1...100, what: "backoff.multiplier")
             case "jitter": backoff.jitter = try number(entry.value, in: 0...1, what: "backoff.jitter")
             default:
-                backoff.maximum = try duration(entry.value, what: "backoff.max")
+                backoff.maximum = try duration(entry.value, what: "backoff.max", in: Self.backoffMaximumRange)
                 maxNode = entry.value
             }
         }
@@ -67,6 +83,34 @@ extension LocatedYAML {
                 expected: "max at least initial")
         }
         return backoff
+    }
+
+    /// `flap-damping: { penalty, suppress, reuse, half-life, max-suppression }`; reuse below suppress.
+    func flapDamping(_ node: Node) throws(PolicyFileError) -> FlapDampingPolicy {
+        var damping = FlapDampingPolicy()
+        var reuseNode: Node?
+        for entry in try mapping(node, keys: Self.dampingKeys, what: "flap-damping") {
+            let value = entry.value
+            switch entry.key {
+            case "penalty": damping.penalty = try number(value, in: 0...1_000_000, what: "flap-damping.penalty")
+            case "suppress":
+                damping.suppressThreshold = try number(value, in: 1...1_000_000, what: "flap-damping.suppress")
+            case "reuse":
+                damping.reuseThreshold = try number(value, in: 1...1_000_000, what: "flap-damping.reuse")
+                reuseNode = value
+            case "half-life":
+                damping.halfLife = try duration(value, what: "flap-damping.half-life", in: Self.dampingTimeRange)
+            default:
+                damping.maximumSuppression = try duration(
+                    value, what: "flap-damping.max-suppression", in: Self.dampingTimeRange)
+            }
+        }
+        guard damping.reuseThreshold < damping.suppressThreshold else {
+            throw fail(
+                .contradiction, at: reuseNode ?? node, "flap-damping.reuse is not below flap-damping.suppress",
+                expected: "reuse below suppress (suppression must be able to end)")
+        }
+        return damping
     }
 
     func levels(_ node: Node) throws(PolicyFileError) -> [ServiceLevelRow] {

@@ -184,6 +184,21 @@ public struct LocatedYAML {
         return value
     }
 
+    /// A duration within `range`; outside it, an error naming the range (a floor under a
+    /// repetition, a ceiling on a wait).
+    public func duration(
+        _ node: Node, what: String, in range: ClosedRange<Duration>
+    ) throws(PolicyFileError) -> Duration {
+        let value = try duration(node, what: what)
+        guard range.contains(value) else {
+            let (low, high) = (DurationText.format(range.lowerBound), DurationText.format(range.upperBound))
+            throw fail(
+                .invalidValue, at: node, "\(what) \(DurationText.format(value)) is out of range",
+                expected: "a duration from \(low) to \(high)")
+        }
+        return value
+    }
+
     /// Files must name the unit (`5` is a typo, not five seconds); only `0` may stand alone.
     public static func parseDuration(_ text: String) -> Duration? {
         guard text == "0" || text.last?.isLetter == true else { return nil }

@@ -15,10 +15,10 @@ public struct PolicyDocument: Hashable, Sendable {
     }
 }
 
-/// Loads YAML policy files into a ``Policy``, keeping line and column for every error.
+/// Loads YAML policy files into a `Policy`, keeping line and column for every error.
 ///
 /// Invariant: never traps on any input; every rejection is a ``PolicyFileError`` with a location.
-/// Keys a file omits keep their ``Policy/default`` values; `levels` and `rules` replace the default
+/// Keys a file omits keep their `Policy/default` values; `levels` and `rules` replace the default
 /// table and rule list, `extra-rules` are appended to the rules.
 public enum PolicyFile {
     /// Reads and parses the file at `path`.
@@ -31,7 +31,9 @@ public enum PolicyFile {
     static let maximumSize = 1 << 20
 
     /// Parses raw bytes, which must be UTF-8.
-    /// - Parameter file: the name errors report.
+    /// - Parameters:
+    ///   - bytes: the file's contents.
+    ///   - file: the name errors report.
     public static func parse(_ bytes: [UInt8], file: String) throws(PolicyFileError) -> PolicyDocument {
         try parse(try decode(bytes, file: file), file: file)
     }

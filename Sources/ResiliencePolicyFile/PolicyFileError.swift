@@ -64,7 +64,7 @@ public enum NameHint {
         "condition": ["if"], "conditions": ["if"],
     ]
 
-    /// `did you mean "x"?` for a key of the same meaning (``meanings``), else the closest candidate
+    /// `did you mean "x"?` for a key of the same meaning (`meanings`), else the closest candidate
     /// within a third of the word's length (at least 2), or one that the word abbreviates or
     /// extends (`maximum` → `max`), or one that has every dotted part of the word
     /// (`call.active` → `call.outgoing.active`).

@@ -8,9 +8,6 @@ extension ActionKind {
         .reinviteCall, .openHTTP, .pingFlow,
     ]
 
-    /// Built-in actions that work without a network path (local bookkeeping only).
-    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports]
-
     /// Pairs that undo each other; one rule set planning both for one service is a contradiction.
     public static let opposites: [(ActionKind, ActionKind)] = [
         (.register, .unregister), (.refreshRegistration, .unregister), (.subscribe, .unsubscribe),
@@ -20,8 +17,10 @@ extension ActionKind {
     /// Whether this action brings a service up (see ``bringUp``).
     public var bringsUp: Bool { Self.bringUp.contains(self) }
 
-    /// Whether this action needs a satisfied network path. Plugin actions are assumed to.
-    public var needsNetwork: Bool { !Self.local.contains(self) }
+    /// Whether this action needs a satisfied network path: every action but the built-in local
+    /// ones (`ActionKind/isLocal`). A plugin's own local actions are known to the engine
+    /// through ``RulesEngine/localActions``.
+    public var needsNetwork: Bool { !isLocal }
 
     /// Plugin actions are namespaced with a dot (`vendor.thing`); built-ins never are.
     public var isPluginAction: Bool { rawValue.contains(".") }

@@ -12,6 +12,8 @@ public struct Policy: Sendable, Hashable {
     public var wakeUpMinimumInterval: Duration
     /// Refresh registrations and subscriptions this long before they expire.
     public var refreshMargin: Duration
+    /// How repeated losses of the path, and repeated app-state changes, are damped.
+    public var flapDamping: FlapDampingPolicy
     /// The service-level table, in file order.
     public var levels: [ServiceLevelRow]
     /// The rules, in evaluation order.
@@ -22,6 +24,7 @@ public struct Policy: Sendable, Hashable {
         backoff: BackoffPolicy = BackoffPolicy(),
         wakeUpMinimumInterval: Duration = .seconds(600),
         refreshMargin: Duration = .seconds(30),
+        flapDamping: FlapDampingPolicy = FlapDampingPolicy(),
         levels: [ServiceLevelRow] = Policy.defaultLevels,
         rules: [Rule] = Policy.defaultRules
     ) {
@@ -29,6 +32,7 @@ public struct Policy: Sendable, Hashable {
         self.backoff = backoff
         self.wakeUpMinimumInterval = wakeUpMinimumInterval
         self.refreshMargin = refreshMargin
+        self.flapDamping = flapDamping
         self.levels = levels
         self.rules = rules
     }
@@ -71,4 +75,33 @@ public struct BackoffPolicy: Sendable, Hashable, Codable {
         self.jitter = jitter
         self.maximum = maximum
     }
+}
+
+/// Route-flap damping (RFC 2439's model) for path losses and app-state changes.
+///
+/// Each flap adds `penalty`; the penalty halves every `halfLife`. When it reaches
+/// `suppressThreshold`, the actions a return (or a state change) would cause wait until it has
+/// decayed below `reuseThreshold`; it never exceeds the value that takes `maximumSuppression` to
+/// decay to `reuseThreshold`, so no suppression outlasts the last flap by more than that.
+/// Invariant of the defaults: one flap, or two, acts at once (`penalty` × 2 < `suppressThreshold`).
+public struct FlapDampingPolicy: Sendable, Hashable, Codable {
+    public var penalty: Double
+    public var suppressThreshold: Double
+    public var reuseThreshold: Double
+    public var halfLife: Duration
+    public var maximumSuppression: Duration
+
+    public init(
+        penalty: Double = 1000, suppressThreshold: Double = 2500, reuseThreshold: Double = 750,
+        halfLife: Duration = .seconds(10), maximumSuppression: Duration = .seconds(30)
+    ) {
+        self.penalty = penalty
+        self.suppressThreshold = suppressThreshold
+        self.reuseThreshold = reuseThreshold
+        self.halfLife = halfLife
+        self.maximumSuppression = maximumSuppression
+    }
+
+    /// Never suppresses: every flap acts at once.
+    public static let off = FlapDampingPolicy(penalty: 0)
 }

@@ -8,9 +8,9 @@ public import ResilienceCore
 ///   service's level row lists the trigger in `allowedOn`).
 /// - Within one batch, `PlannedAction.after` orders registration before the same account's
 ///   subscriptions, calls and publishes, and teardown before unregister on shutdown.
-/// - While the network is lost, only teardown-free bookkeeping happens: no action is planned
-///   that needs the network until a `restored` or `changed` trigger (local actions such as
-///   `drain-http` and `close-stale-transports` still may be).
+/// - While the network is lost, only local actions are planned (`ActionKind.local`:
+///   `drain-http`, `close-stale-transports`, plus ``localActions``); nothing that needs the
+///   network until a `restored` or `changed` trigger.
 /// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
 ///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
 /// - Every action's `source` names the rule and the level row that allowed it.
@@ -32,8 +32,20 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var isInterrupted: Bool
+    /// Plugin actions that need no network (their plugins' `localActions`); with the built-in
+    /// `ActionKind.local` ones, the only actions planned while the network is lost.
+    public var localActions: Set<ActionKind>
 
-    public init(policy: Policy = .default, appState: AppState = .foreground, path: NetworkPath) {
+    /// - Parameters:
+    ///   - policy: the policy in force.
+    ///   - appState: the app state at start.
+    ///   - path: the network path at start.
+    ///   - localActions: plugin actions that need no network (see ``localActions``).
+    public init(
+        policy: Policy = .default, appState: AppState = .foreground, path: NetworkPath,
+        localActions: Set<ActionKind> = []
+    ) {
+        self.localActions = localActions
         self.policy = policy
         self.appState = appState
         self.path = path
@@ -43,10 +55,14 @@ public struct RulesEngine: Sendable, Hashable {
 
     /// An engine that knows only whether the network is available (a path with no detail; an
     /// unavailable one is `unsatisfied(.noInterface)`), e.g. to explain a policy.
-    public init(policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true) {
+    public init(
+        policy: Policy = .default, appState: AppState = .foreground, networkAvailable: Bool = true,
+        localActions: Set<ActionKind> = []
+    ) {
         self.init(
             policy: policy, appState: appState,
-            path: NetworkPath(status: networkAvailable ? .satisfied : .unsatisfied(.noInterface)))
+            path: NetworkPath(status: networkAvailable ? .satisfied : .unsatisfied(.noInterface)),
+            localActions: localActions)
     }
 
     /// States what the network is before any transition was decided (the source's initial
@@ -131,7 +147,7 @@ public struct RulesEngine: Sendable, Hashable {
     }
 
     private func permits(_ kind: ActionKind, for service: ClientService, triggerName: String) -> Bool {
-        if kind.needsNetwork && !networkAvailable { return false }
+        if kind.needsNetwork && !localActions.contains(kind) && !networkAvailable { return false }
         guard kind.bringsUp, level(of: service, in: appState) == .none else { return true }
         let row = policy.row(for: service.kind)
         return row?.allowedOn.contains { $0.matches(name: triggerName) } ?? false

@@ -5,7 +5,7 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
     /// The plugin was handed the action.
     case started
     case succeeded
-    /// A permanent failure (``PluginError/isRetryable`` false, or no plugin handles the action).
+    /// A permanent failure (`PluginError/isRetryable` false, or no plugin handles the action).
     case failed(PluginError)
     /// A retryable failure; the next attempt starts at the instant, or when the path is restored
     /// (`nil`): nothing is retried while the path is unsatisfied.
@@ -30,13 +30,8 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
-        switch self {
-        case .failed(let error): "failed(\(error))"
-        case .retrying(let at, let error): "retrying(at: \(at.map { "\($0)" } ?? "restore"), \(error))"
-        default: label
-        }
-    }
+    /// The label and the plugin's error, as `netres run` logs them: `retrying (503 Service Unavailable)`.
+    public var description: String { pluginError.map { "\(label) (\($0))" } ?? label }
 }
 
 /// One observable step of the executor: an attempt started, or an outcome.

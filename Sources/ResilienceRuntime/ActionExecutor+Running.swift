@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceRules
 
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
@@ -8,6 +9,13 @@ import ResilienceCore
 extension ActionExecutor {
     func replacePending(of id: ServiceID, with queued: [Queued]) {
         var slot = slots[id] ?? Slot()
+        // A batch that only pings the flow never replaces other work of the service (a register
+        // waiting for its retry, a running one): that work goes through the flow too, and a ping
+        // that succeeded on a new flow would leave the service unbound while looking healthy.
+        if queued.allSatisfy({ $0.action.kind == .pingFlow }), slot.hasWork(otherThan: .pingFlow) {
+            for dropped in queued { report(dropped, .superseded) }
+            return
+        }
         for old in slot.pending { report(old, .superseded) }
         // A running action the new batch does again is working from stale facts (the address it
         // binds, a flow that may be gone): stop it so the new batch starts now, not when the old
@@ -25,9 +33,14 @@ extension ActionExecutor {
     }
 
     /// Whether the next action of a service must wait for the path: retries never run while it
-    /// is unsatisfied, nor do actions decided before the loss.
+    /// is unsatisfied, nor do actions decided before the loss; local actions are never held.
     func isHeld(_ queued: Queued) -> Bool {
-        !pathSatisfied && (queued.isRetry || queued.epoch < epoch)
+        !pathSatisfied && (queued.isRetry || queued.epoch < epoch) && !isLocal(queued.action)
+    }
+
+    /// Whether an action needs no network: a built-in local kind, or one its plugin declares local.
+    func isLocal(_ action: PlannedAction) -> Bool {
+        action.kind.isLocal || route(action)?.localActions.contains(action.kind) == true
     }
 
     /// Starts the service's next action if nothing runs, the path allows it, its retry time has
@@ -153,9 +166,18 @@ extension ActionExecutor {
         var again = queued
         again.attempt += 1
         again.isRetry = true
-        if pathSatisfied {
-            let delay = error.retryAfter ?? configuration.backoff.delay(afterFailures: slot.failures, using: &random)
-            again.notBefore = now + delay
+        if pathSatisfied || isLocal(queued.action) {
+            if let asked = error.retryAfter, asked > configuration.backoff.maximum {
+                logger.notice(
+                    "retry-after capped at the backoff maximum",
+                    metadata: [
+                        "service.id": "\(queued.action.service)", "retry-after": "\(asked)",
+                        "capped": "\(configuration.backoff.maximum)",
+                    ])
+            }
+            let delay = configuration.backoff.retryDelay(
+                afterFailures: slot.failures, retryAfter: error.retryAfter, using: &random)
+            again.notBefore = now.adding(clamped: delay)
         } else {
             again.notBefore = nil
         }
@@ -163,17 +185,20 @@ extension ActionExecutor {
         slot.pending.insert(again, at: 0)
     }
 
-    /// On loss: cancels running actions of older epochs and stops every retry timer.
+    /// On loss: cancels running actions of older epochs and stops every retry timer, except those
+    /// of local actions.
     func holdEverything(olderThan epoch: NetworkEpoch) {
         for id in Array(active) {
             guard var slot = slots[id] else { continue }
-            if let running = slot.running, running.queued.epoch < epoch {
+            if let running = slot.running, running.queued.epoch < epoch, !isLocal(running.queued.action) {
                 stop(running, outcome: .cancelled)
                 slot.running = nil
             }
-            slot.retryTimer?.cancel()
-            slot.retryTimer = nil
-            if slot.pending.first?.isRetry == true { slot.pending[0].notBefore = nil }
+            if let next = slot.pending.first, !isLocal(next.action) {
+                slot.retryTimer?.cancel()
+                slot.retryTimer = nil
+                if next.isRetry { slot.pending[0].notBefore = nil }
+            }
             store(slot, for: id)
         }
     }
@@ -267,6 +292,11 @@ extension Duration {
 }
 
 extension ActionExecutor.Slot {
+    /// Whether an action of another kind runs or waits here.
+    func hasWork(otherThan kind: ActionKind) -> Bool {
+        running.map { $0.queued.action.kind != kind } == true || pending.contains { $0.action.kind != kind }
+    }
+
     /// Whether this (prerequisite) service still has work that must finish before `action`:
     /// anything from an older batch, or from the same batch unless it waits for `action`'s service.
     func blocks(_ action: ActionExecutor.Queued) -> Bool {

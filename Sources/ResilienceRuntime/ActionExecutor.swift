@@ -12,8 +12,10 @@ public import ResilienceRules
 ///   order; a newer batch for the service replaces it, and the replaced actions are reported
 ///   ``ActionOutcome/superseded`` without ever reaching a plugin. A running action of an older
 ///   batch whose kind the newer batch does again is cancelled (Task cancellation) and reported
-///   superseded too, so the redo starts at once instead of after a stale attempt.
-/// - Every action carries the ``NetworkEpoch`` it was decided in. A loss that starts a newer epoch
+///   superseded too, so the redo starts at once instead of after a stale attempt. Exception: a
+///   batch of flow pings (`ActionKind.pingFlow`) alone never replaces or stops other work of
+///   the service; the pings are reported superseded instead (the other work uses the flow too).
+/// - Every action carries the `NetworkEpoch` it was decided in. A loss that starts a newer epoch
 ///   cancels the running actions of older epochs (Task cancellation, visible to the plugin) and
 ///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported
 ///   as succeeded, whatever its plugin returns later.
@@ -23,8 +25,12 @@ public import ResilienceRules
 ///   itself waits for the dependent does not block it, so a batch's two phases of one service
 ///   (bring-up first, unregister last) cannot deadlock.
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
-///   the plugin's `Retry-After`. While the path is unsatisfied nothing is retried and actions of
+///   the plugin's `Retry-After` when that is longer; a `Retry-After` above the backoff maximum is
+///   capped at it, and no retry comes sooner than ``BackoffPolicy/minimumDelay``. Every retry
+///   instant is computed with ``TimeBounds`` (no outside value can overflow it). While the path is unsatisfied nothing is retried and actions of
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
+/// - Local actions (`ActionKind/isLocal`, or in their plugin's `localActions`) are the
+///   exception: they start and retry while the path is unsatisfied, and a loss does not cancel them.
 /// - Every attempt has a deadline (`Configuration.actionTimeout`) and every outcome is observable
 ///   through ``events()``, the `onEvent` sink, logs and metrics.
 public actor ActionExecutor {
@@ -114,9 +120,13 @@ public actor ActionExecutor {
     var nextBatch: UInt64 = 0
 
     /// - Parameters:
-    ///   - plugins: each action goes to the first plugin that ``ResiliencePlugin/performs(_:for:)``
+    ///   - plugins: each action goes to the first plugin that `ResiliencePlugin.performs(_:for:)`
     ///     its kind for its service; an action no plugin performs fails permanently.
     ///   - clock: every deadline, backoff and latency is measured on it.
+    ///   - configuration: backoff, timeout, jitter seed and metrics.
+    ///   - path: the path at start; actions wait for it when unsatisfied.
+    ///   - network: the snapshot plugins see until the first change.
+    ///   - logger: one line per outcome.
     ///   - onEvent: a synchronous sink called on the executor for every event, before ``events()``.
     public init(
         plugins: [any ResiliencePlugin],

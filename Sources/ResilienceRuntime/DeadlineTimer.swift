@@ -43,3 +43,29 @@ struct DeadlineTimer {
         return true
     }
 }
+
+extension RuntimeClock {
+    /// Runs `work` until it returns or `deadline` passes on this clock, whichever comes first,
+    /// and returns true when `work` returned first. Returns by the deadline even when `work`
+    /// ignores cancellation: `work` is cancelled then, and not waited for.
+    func finishes(until deadline: Instant, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+        let (outcomes, outcome) = AsyncStream.makeStream(of: Bool.self, bufferingPolicy: .bufferingNewest(2))
+        let worker = Task {
+            await work()
+            outcome.yield(!Task.isCancelled)
+        }
+        let timer = Task {
+            try? await self.sleep(until: deadline, tolerance: nil)
+            outcome.yield(false)
+        }
+        var first = false
+        for await finished in outcomes {
+            first = finished
+            break
+        }
+        worker.cancel()
+        timer.cancel()
+        outcome.finish()
+        return first
+    }
+}

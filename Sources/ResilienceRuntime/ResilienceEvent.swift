@@ -13,6 +13,54 @@ public enum ResilienceEvent: Hashable, Sendable {
     case flapCoalesced(lost: PathTransition, restored: PathTransition)
     /// An action started or ended.
     case action(ActionEvent)
+    /// Flap damping held a trigger (the path returned, or the app changed state, while flapping)
+    /// or released what it held.
+    case damping(DampingEvent)
+}
+
+/// What flap damping did with one trigger.
+public struct DampingEvent: Hashable, Sendable {
+    /// Which damping: path losses or app-state changes.
+    public enum Source: String, Hashable, Sendable {
+        case network
+        case app
+    }
+
+    public var source: Source
+    /// The trigger held or released.
+    public var trigger: Trigger
+    /// True when `trigger` is decided now, after a suppression ended.
+    public var released: Bool
+    /// The damping penalty at `at`.
+    public var penalty: Double
+    /// When a held trigger will be released if no further flap comes.
+    public var until: ContinuousClock.Instant?
+    public var at: ContinuousClock.Instant
+
+    public init(
+        source: Source, trigger: Trigger, released: Bool, penalty: Double, until: ContinuousClock.Instant?,
+        at: ContinuousClock.Instant
+    ) {
+        self.source = source
+        self.trigger = trigger
+        self.released = released
+        self.penalty = penalty
+        self.until = until
+        self.at = at
+    }
+}
+
+/// Flap damping as `status()` shows it.
+public struct DampingStatus: Hashable, Sendable {
+    /// Current penalties of path losses and of app-state changes.
+    public var networkPenalty: Double
+    public var appPenalty: Double
+    /// When held triggers will be released; nil when nothing is held.
+    public var networkHeldUntil: ContinuousClock.Instant?
+    public var appHeldUntil: ContinuousClock.Instant?
+    /// Flaps counted since start.
+    public var networkFlaps: Int
+    public var appChanges: Int
 }
 
 /// A snapshot of the manager's state.
@@ -29,4 +77,6 @@ public struct ResilienceStatus: Hashable, Sendable {
     public var nextWakeUp: ContinuousClock.Instant?
     /// Triggers received but not yet decided.
     public var queuedTriggers: Int
+    /// Flap damping: penalties and what it holds.
+    public var damping: DampingStatus
 }

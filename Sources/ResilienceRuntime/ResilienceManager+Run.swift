@@ -32,10 +32,25 @@ extension ResilienceManager {
         await scheduler.stop()
         flowLossTimer.disarm()
         holdDownTimer.disarm()
+        dampingTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
-        _ = await pluginTask?.result
+        if let pluginTask { await waitForPlugins(pluginTask) }
         broadcast.finish()
         logger.info("resilience manager stopped")
+    }
+
+    /// Waits for the plugins to stop, at most `pluginShutdownTimeout` on the manager's clock;
+    /// past it they are cancelled and left behind (their flows close with the process).
+    private func waitForPlugins(_ task: Task<Void, any Error>) async {
+        let stopped = await clock.finishes(until: clock.now.adding(clamped: configuration.pluginShutdownTimeout)) {
+            _ = await task.result
+        }
+        if !stopped {
+            task.cancel()
+            logger.warning(
+                "plugins did not stop in time; cancelled",
+                metadata: ["timeout": "\(configuration.pluginShutdownTimeout)"])
+        }
     }
 
     private func followTransitions() async {
@@ -182,6 +197,7 @@ extension ResilienceManager {
 
     private func process(_ item: QueuedTrigger) async {
         let now = clock.now
+        guard admit(item, at: now) else { return }
         if case .network(.lost) = item.trigger { epoch = epoch.next }
         let actions = decide(item.trigger, path: item.transition?.path, at: now)
         if case .app = item.trigger { await scheduler.setAppState(rules.appState) }
@@ -207,7 +223,8 @@ extension ResilienceManager {
             rules.observe(trigger, services: list, path: path)
             return customDecide(trigger, list, now)
         }
-        return rules.decide(trigger, services: list, path: path, at: now)
+        return Self.subscriptionsAfterTheirRegistration(
+            rules.decide(trigger, services: list, path: path, at: now), services: services)
     }
 
     /// Decides `.shutdown` and gives its actions `shutdownTimeout` on the manager's clock.
@@ -218,26 +235,37 @@ extension ResilienceManager {
         let actions = decide(.shutdown, at: start)
         broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions, at: start))
         await executor.submit(actions, epoch: epoch)
-        let deadline = start + configuration.shutdownTimeout
         let executor = self.executor
-        let clock = self.clock
-        let finished = await withTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                await executor.waitUntilIdle()
-                return !Task.isCancelled
-            }
-            group.addTask {
-                try? await clock.sleep(until: deadline, tolerance: nil)
-                return false
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
+        let finished = await clock.finishes(
+            until: start.adding(clamped: configuration.shutdownTimeout)
+        ) { await executor.waitUntilIdle() }
         if finished {
             logger.info("teardown finished", metadata: ["actions": "\(actions.count)"])
         } else {
             logger.warning("teardown deadline passed; cancelling", metadata: ["actions": "\(actions.count)"])
+        }
+    }
+}
+
+extension ResilienceManager {
+    /// Names the account's registration in `after` of every subscribe and refresh-subscription,
+    /// also when the batch does not bring the registration up (a subscription its notifier
+    /// ended, a lost flow reported for subscriptions alone). The executor then holds the
+    /// subscription while an older decision's register of that account still runs or waits for
+    /// its retry (and not otherwise), so a registrar never sees an account's SUBSCRIBE before
+    /// the REGISTER that binds it.
+    static func subscriptionsAfterTheirRegistration(
+        _ actions: [PlannedAction], services: [ServiceID: ClientService]
+    ) -> [PlannedAction] {
+        actions.map { action in
+            guard action.kind == .subscribe || action.kind == .refreshSubscription,
+                let account = services[action.service]?.account
+            else { return action }
+            var ordered = action
+            for service in services.values where service.kind == .registration && service.account == account {
+                ordered.after.insert(service.id)
+            }
+            return ordered
         }
     }
 }

@@ -21,8 +21,8 @@ public import ServiceLifecycle
 ///   `network.restored` brings the services up later).
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
 ///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
-///   and every report is applied in order (``PluginReport``).
-/// - A `lost` waits the policy's ``Policy/holdDown`` (on the manager's clock) before it is
+///   and every report is applied in order (`PluginReport`).
+/// - A `lost` waits the policy's `Policy.holdDown` (on the manager's clock) before it is
 ///   decided, unless the interface went admin-down or away (`HoldDown`); sources do not
 ///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
@@ -30,15 +30,25 @@ public import ServiceLifecycle
 /// - A successful action of a service is traffic its flow carried and answered: the service's
 ///   next flow ping is re-armed from then (``WakeUpScheduler/flowActive(_:)``), so a successful
 ///   REGISTER is never followed by a ping at the old deadline.
-/// - Every loss starts a new ``NetworkEpoch``; every decision carries the epoch current then.
+/// - Every loss starts a new `NetworkEpoch`; every decision carries the epoch current then.
 /// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
 ///   events (`handle`, `setAppState`) and path transitions once decided: the app state, the
 ///   interruption and the network path (availability is derived from it) have one owner, the
 ///   rules engine. Status, the scheduler and the executor read them from there, so ``status()``'s
 ///   path is the one the executor hands plugins and the decisions were made on.
+/// - Flap damping (``FlapDamping``, configured by ``Policy/flapDamping``): every loss of the path
+///   and every app-state change counts as a flap. While suppressed, a return of the path and
+///   app-state changes are held, not decided (nothing is sent meanwhile: the rules engine and the
+///   executor still see the path lost and the app in its decided state); when the penalty has
+///   decayed, the latest held return, and the events leading from the decided app state to the
+///   reported one, are decided once. A loss while a return is held drops it.
+///   ``ResilienceEvent/damping(_:)``, ``status()`` and the counter `netres.damped` (dimension
+///   `source`) show it.
 /// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
 ///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
-///   then shuts the plugins down in reverse order. A hanging plugin cannot delay it further.
+///   then shuts the plugins down in reverse order and waits at most
+///   `Configuration.pluginShutdownTimeout` for them. A hanging plugin cannot delay it further:
+///   `run()` returns within the sum of the two.
 public actor ResilienceManager: Service {
     /// Knobs beyond the policy.
     public struct Configuration: Sendable {
@@ -46,6 +56,9 @@ public actor ResilienceManager: Service {
         public var actionTimeout: Duration
         /// How long teardown may take on graceful shutdown.
         public var shutdownTimeout: Duration
+        /// How long the plugins may take to stop after teardown (closing flows); past it the
+        /// manager cancels them and returns anyway.
+        public var pluginShutdownTimeout: Duration
         /// In the foreground, refreshes and pings due this close together share a wake-up.
         public var wakeUpCoalescingWindow: Duration
         /// Seed for backoff, flow-loss and flow-ping jitter (reproducible tests); nil for the
@@ -61,10 +74,12 @@ public actor ResilienceManager: Service {
             actionTimeout: Duration = .seconds(30), shutdownTimeout: Duration = .seconds(5),
             wakeUpCoalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
             metricsFactory: (any MetricsFactory)? = nil,
-            timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep
+            timeAsleep: @escaping @Sendable () -> Duration = SleepDetector.systemTimeAsleep,
+            pluginShutdownTimeout: Duration = .milliseconds(500)
         ) {
             self.actionTimeout = actionTimeout
             self.shutdownTimeout = shutdownTimeout
+            self.pluginShutdownTimeout = pluginShutdownTimeout
             self.wakeUpCoalescingWindow = wakeUpCoalescingWindow
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
@@ -78,6 +93,8 @@ public actor ResilienceManager: Service {
     struct QueuedTrigger {
         var trigger: Trigger
         var transition: PathTransition?
+        /// Released by flap damping: decided without counting as a flap again.
+        var isRelease = false
     }
 
     let source: any NetworkEventSource
@@ -104,12 +121,24 @@ public actor ResilienceManager: Service {
     var flowLossTimer = DeadlineTimer()
     var holdDown: HoldDown
     var holdDownTimer = DeadlineTimer()
+    var networkDamping: FlapDamping
+    var appDamping: FlapDamping
+    /// The latest return of the path that damping holds; nil when none is held.
+    var heldNetwork: QueuedTrigger?
+    /// App events damping holds, in order (the rules engine's app state lags them).
+    var heldAppEvents: [AppEvent] = []
+    var dampingTimer = DeadlineTimer()
+    /// `netres.damped` per source: triggers damping held.
+    let dampedCounters: [DampingEvent.Source: Counter]
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
     ///   - policy: hold-down, backoff, minimum wake-up interval, refresh margin, and the rules' policy.
     ///   - plugins: run as services by the manager; actions go to the first that takes them.
+    ///   - appState: the app's state at start.
     ///   - clock: every timer of the runtime runs on it.
+    ///   - configuration: timeouts, keep-alive coalescing, jitter seed, metrics, sleep detection.
+    ///   - logger: the manager's, the executor's and the plugins' logs.
     ///   - decide: replaces `RulesEngine(policy:).decide` when given.
     public init(
         source: any NetworkEventSource,
@@ -127,7 +156,9 @@ public actor ResilienceManager: Service {
         self.configuration = configuration
         self.logger = logger
         self.customDecide = decide
-        self.rules = RulesEngine(policy: policy, appState: appState)
+        self.rules = RulesEngine(
+            policy: policy, appState: appState,
+            localActions: plugins.reduce(into: []) { $0.formUnion($1.localActions) })
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
         let succeeded = AsyncStream<ServiceID>.makeStream()
@@ -159,6 +190,13 @@ public actor ResilienceManager: Service {
         self.wake = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
         self.sleepDetector = SleepDetector(asleep: configuration.timeAsleep())
         self.holdDown = HoldDown(policy.holdDown)
+        self.networkDamping = FlapDamping(policy: policy.flapDamping)
+        self.appDamping = FlapDamping(policy: policy.flapDamping)
+        let factory = configuration.metricsFactory ?? MetricsSystem.factory
+        self.dampedCounters = [
+            .network: Counter(label: "netres.damped", dimensions: [("source", "network")], factory: factory),
+            .app: Counter(label: "netres.damped", dimensions: [("source", "app")], factory: factory),
+        ]
     }
 
     /// Everything from now on; any number of subscribers. Streams finish when ``run()`` returns.
@@ -173,9 +211,10 @@ public actor ResilienceManager: Service {
     }
 
     /// The app state once every reported app event is decided: the engine's state advanced by
-    /// the app events still queued (derived, never stored).
+    /// the app events damping holds and those still queued (derived, never stored).
     var reportedAppState: AppState {
-        queue.reduce(rules.appState) { state, item in
+        let held = heldAppEvents.reduce(rules.appState) { $1.nextState(from: $0) }
+        return queue.reduce(held) { state, item in
             guard case .app(let event) = item.trigger else { return state }
             return event.nextState(from: state)
         }
@@ -234,12 +273,12 @@ public actor ResilienceManager: Service {
         ResilienceStatus(
             path: rules.path, appState: rules.appState, isInterrupted: rules.isInterrupted, epoch: epoch,
             services: services.values.sorted { $0.id < $1.id }, actions: await executor.status(),
-            nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count)
+            nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count, damping: dampingStatus())
     }
 
-    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {
+    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil, isRelease: Bool = false) {
         guard !isShuttingDown else { return }
-        queue.append(QueuedTrigger(trigger: trigger, transition: transition))
+        queue.append(QueuedTrigger(trigger: trigger, transition: transition, isRelease: isRelease))
         wake.continuation.yield()
     }
 }

@@ -5,6 +5,11 @@ public import ResilienceCore
 /// A service with an expiry is due for refresh at `expires − refreshMargin`. A service with a
 /// flow-ping interval is due for a ping at a random 80–100 % of the interval after it was armed
 /// (RFC 5626 §4.4.1), drawn from the seeded generator. Invariants:
+/// - A floor under every repetition, whatever a server granted (0, −1, 5 s, far below the
+///   margin): a refresh is never due sooner than half the lifetime granted when its expiry was
+///   set, nor sooner than `minimumRefreshInterval` after the service's previous refresh; a ping
+///   interval is never shorter than `minimumPingInterval`. Expiries and intervals are clamped
+///   with ``TimeBounds`` first, so a huge one cannot overflow an instant.
 /// - At most one timer is armed, for the earliest refresh or ping instant; with nothing to refresh
 ///   or ping none is armed, so an idle process has zero wake-ups.
 /// - Away from the foreground, wake-ups are at least `minimumBackgroundInterval` apart, and each
@@ -31,15 +36,22 @@ public actor WakeUpScheduler {
         public var coalescingWindow: Duration
         /// Seed for the ping jitter (reproducible tests); nil for the system generator.
         public var randomSeed: UInt64?
+        /// No service is refreshed again sooner than this after its previous refresh.
+        public var minimumRefreshInterval: Duration
+        /// Shorter flow-ping intervals (a registrar's `Flow-Timer: 0`) are raised to this.
+        public var minimumPingInterval: Duration
 
         public init(
             refreshMargin: Duration = .seconds(30), minimumBackgroundInterval: Duration = .seconds(600),
-            coalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil
+            coalescingWindow: Duration = .seconds(10), randomSeed: UInt64? = nil,
+            minimumRefreshInterval: Duration = .seconds(10), minimumPingInterval: Duration = .seconds(1)
         ) {
             self.refreshMargin = refreshMargin
             self.minimumBackgroundInterval = minimumBackgroundInterval
             self.coalescingWindow = coalescingWindow
             self.randomSeed = randomSeed
+            self.minimumRefreshInterval = minimumRefreshInterval
+            self.minimumPingInterval = minimumPingInterval
         }
     }
 
@@ -49,6 +61,7 @@ public actor WakeUpScheduler {
     private var dueAt: [ServiceID: ContinuousClock.Instant] = [:]
     private var intervals: [ServiceID: Duration] = [:]
     private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
+    private var lastRefresh: [ServiceID: ContinuousClock.Instant] = [:]
     private var random: SplitMix64
     private var inForeground: Bool
     private var lastWakeUp: ContinuousClock.Instant?
@@ -61,7 +74,9 @@ public actor WakeUpScheduler {
     public private(set) var wakeUps = 0
 
     /// - Parameters:
+    ///   - clock: the wake-ups run on it.
     ///   - appState: the app state the wake-ups start in (see ``setAppState(_:)``).
+    ///   - configuration: refresh margin, background minimum, coalescing window, jitter seed.
     ///   - onDue: called on the scheduler with each wake-up's services due for refresh and for a
     ///     ping.
     public init(
@@ -81,15 +96,31 @@ public actor WakeUpScheduler {
     /// The instant the armed timer fires, if one is armed.
     public var nextWakeUp: ContinuousClock.Instant? { timer.deadline }
 
-    /// Sets (or with nil clears) when a service's registration or subscription expires.
+    /// Sets (or with nil clears) when a service's registration or subscription expires; the
+    /// lifetime counts from now (the grant was just reported).
     public func setExpiry(_ expires: ContinuousClock.Instant?, for service: ServiceID) {
-        dueAt[service] = expires.map { $0 - configuration.refreshMargin }
+        dueAt[service] = expires.map { refreshInstant(of: service, expiring: $0, grantedAt: clock.now) }
         rearm()
+    }
+
+    /// `expires − refreshMargin`, but never before half the granted lifetime has passed nor
+    /// sooner than `minimumRefreshInterval` after the service's previous refresh.
+    private func refreshInstant(
+        of service: ServiceID, expiring expires: ContinuousClock.Instant, grantedAt now: ContinuousClock.Instant
+    ) -> ContinuousClock.Instant {
+        let expires = expires.clamped(around: now)
+        let lifetime = max(expires - now, .zero)
+        var due = max(expires.adding(clamped: .zero - configuration.refreshMargin), now + lifetime / 2)
+        if let last = lastRefresh[service] {
+            due = max(due, last.adding(clamped: configuration.minimumRefreshInterval))
+        }
+        return due
     }
 
     /// Sets (or with nil clears) how often a service's flow needs a ping; arms its next ping at a
     /// random 80–100 % of the interval from now.
     public func setFlowPingInterval(_ interval: Duration?, for service: ServiceID) {
+        let interval = interval.map { $0.clamped(to: configuration.minimumPingInterval...TimeBounds.longest) }
         intervals[service] = interval
         pingAt[service] = interval.map { clock.now + jittered($0) }
         rearm()
@@ -110,6 +141,7 @@ public actor WakeUpScheduler {
     /// Forgets a service.
     public func remove(_ service: ServiceID) {
         intervals.removeValue(forKey: service)
+        lastRefresh.removeValue(forKey: service)
         let hadPing = pingAt.removeValue(forKey: service) != nil
         guard dueAt.removeValue(forKey: service) != nil || hadPing else { return }
         rearm()
@@ -140,9 +172,9 @@ public actor WakeUpScheduler {
         var ping = pingAt.values.min()
         if !inForeground {
             let minimum = configuration.minimumBackgroundInterval
-            if let last = lastWakeUp { refresh = refresh.map { max($0, last + minimum) } }
+            if let last = lastWakeUp { refresh = refresh.map { max($0, last.adding(clamped: minimum)) } }
             let since = [lastWakeUp, backgroundSince].compactMap { $0 }.max()
-            if let since { ping = ping.map { max($0, since + minimum) } }
+            if let since { ping = ping.map { max($0, since.adding(clamped: minimum)) } }
         }
         return [refresh, ping].compactMap { $0 }.min()
     }
@@ -157,9 +189,12 @@ public actor WakeUpScheduler {
         let now = clock.now
         lastWakeUp = now
         let window = inForeground ? configuration.coalescingWindow : configuration.minimumBackgroundInterval
-        let horizon = now + window
+        let horizon = now.adding(clamped: window)
         let refresh = dueAt.filter { $0.value <= horizon }.keys.sorted()
-        for id in refresh { dueAt.removeValue(forKey: id) }
+        for id in refresh {
+            dueAt.removeValue(forKey: id)
+            lastRefresh[id] = now
+        }
         let pinged = pingAt.filter { $0.value <= horizon }.keys
         for id in pinged { pingAt[id] = intervals[id].map { now + jittered($0) } }
         let ping = pinged.filter { !refresh.contains($0) }.sorted()

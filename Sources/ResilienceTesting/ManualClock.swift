@@ -3,7 +3,7 @@ import Synchronization
 
 /// A clock that moves only when a test tells it to, so runtime tests never sleep for real.
 ///
-/// Instants are `ContinuousClock` instants (the runtime's ``RuntimeClock``), starting at the
+/// Instants are `ContinuousClock` instants (the runtime's `RuntimeClock`), starting at the
 /// moment the clock is created. Invariants:
 /// - `now` never goes backwards; it changes only in ``advance(by:)`` and ``advance(to:)``.
 /// - A sleeper whose deadline has passed returns at once; otherwise it is resumed by the advance

@@ -64,14 +64,21 @@ public final class RecordingPlugin: ResiliencePlugin {
     public let actions: Set<ActionKind>
     public var reports: AsyncStream<PluginReport> { reportStream.stream }
 
+    /// Actions it declares local (run while the network is down), beyond the built-in ones.
+    public let localActions: Set<ActionKind>
+
     /// - Parameters:
-    ///   - actions: the kinds it performs.
+    ///   - id: its identifier in logs.
+    ///   - actions: the kinds it performs; every built-in one by default.
     ///   - services: the services it performs them for; nil for all.
+    ///   - localActions: its own actions that need no network (see `ResiliencePlugin.localActions`).
     public init(
-        id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil
+        id: String = "recording", actions: Set<ActionKind> = Set(ActionKind.builtIn), services: Set<ServiceID>? = nil,
+        localActions: Set<ActionKind> = []
     ) {
         self.id = id
         self.actions = actions
+        self.localActions = localActions
         self.services = services
     }
 

@@ -1,15 +1,23 @@
 public import ResilienceCore
 
-/// A ``NetworkEventSource`` a test drives by hand: set the path, emit transitions and raw events.
+/// A `NetworkEventSource` a test drives by hand: set the path, emit transitions and raw events.
 ///
 /// It keeps the source invariants: every `transitions()` subscriber first gets `.initial` (the
 /// path at the moment it subscribed), then every transition emitted afterwards; `lost` and
 /// `restored` are derived from the path so they alternate. Nothing is debounced: a test that
 /// wants a hold-down scripts it.
 ///
+/// **An immediate `lose()` then `restore()` is coalesced into nothing by the manager.** The source
+/// emits both transitions, but the `ResilienceManager` that has not yet decided the
+/// loss when the restore arrives drops the pair: no decision, no new epoch, only a
+/// `flapCoalesced` event (and a `changed` decision when the restored path differs). To see the
+/// loss decided, wait for its decision before restoring:
+///
 /// ```swift
 /// let network = ScriptedNetworkSource()
+/// let events = EventRecorder.recording(manager.events())
 /// await network.lose(.noCarrier)
+/// try await events.wait("the loss decided") { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
 /// await network.restore()
 /// ```
 public actor ScriptedNetworkSource: NetworkEventSource {
@@ -23,6 +31,7 @@ public actor ScriptedNetworkSource: NetworkEventSource {
 
     /// - Parameters:
     ///   - path: the path at start; satisfied on `eth0` (198.18.0.2) by default.
+    ///   - snapshot: the links and addresses plugins see; empty by default.
     ///   - clock: stamps transitions and events.
     public init(
         path: NetworkPath = ScriptedNetworkSource.satisfiedPath, snapshot: NetworkSnapshot = .empty,

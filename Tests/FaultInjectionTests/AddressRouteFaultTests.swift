@@ -1,5 +1,6 @@
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
@@ -9,7 +10,7 @@ struct AddressRouteFaultTests {
     ])
     func addressesComeAndGo(family: AddressFamily, cidr: String, text: String) async throws {
         try await MonitorHarness.online { ns, h in
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.ip("addr add \(cidr) dev veth0" + (family == .ipv6 ? " nodad" : ""))
             let added = try await h.event("\(text) added") {
                 if case .addressAdded(let a) = $0 { a.address == text } else { false }
@@ -18,7 +19,7 @@ struct AddressRouteFaultTests {
             let changed = try await h.transition(.changed(.address), since: mark)
             #expect(changed.path.addresses.contains { $0.address == text && $0.family == family })
 
-            let removedMark = await h.transitions.mark
+            let removedMark = h.transitions.count
             try ns.ip("addr del \(cidr) dev veth0")
             try await h.event("\(text) removed") {
                 if case .addressRemoved(let a) = $0 { a.address == text } else { false }
@@ -34,7 +35,7 @@ struct AddressRouteFaultTests {
             try ns.ip("route del default")
             try await h.transition(.lost(.noDefaultRoute))
             try await h.event("route removed") { if case .defaultRouteRemoved = $0 { true } else { false } }
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.ip("route add default via 198.18.0.1 dev veth0 metric 50")
             let restored = try await h.restored(since: mark)
             #expect(restored.path.defaultRoutes.first?.metric == 50)
@@ -76,7 +77,7 @@ struct AddressRouteFaultTests {
             #expect(Set(routes.map(\.gateway)) == ["198.18.0.1", "198.18.1.1"], "\(routes)")
             try await h.expectCacheMatchesDump()
 
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.ip("link set veth0 down")
             try await h.event(since: 0, "veth0 down") {
                 if case .linkChanged(_, let link) = $0 { link.name == "veth0" && !link.isAdminUp } else { false }

@@ -25,6 +25,7 @@ struct ExampleConfigFaultTests {
             ("interfaces: [eth0, \"wlan*\"]", "interfaces: [nrc0]"),
             ("flow-ping: 25s", "flow-ping: 1s"),
             ("token-file: /var/lib/netres/alice.push", "token-file: \(folder)/alice.push"),
+            ("state-directory: /var/lib/netres", "state-directory: \(folder)/state"),
         ]
         for (old, new) in rewrites {
             try #require(text.contains(old), "examples/netres.yaml no longer has \"\(old)\"")

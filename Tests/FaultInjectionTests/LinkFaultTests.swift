@@ -1,5 +1,6 @@
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
@@ -13,7 +14,7 @@ struct LinkFaultTests {
                 if case .linkChanged(_, let l) = $0 { !l.isAdminUp } else { false }
             }
 
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.ip("link set veth0 up")
             try ns.ip("route add default via 198.18.0.1 dev veth0")  // IPv4 flushed it on down
             let restored = try await h.restored(since: mark)
@@ -30,7 +31,7 @@ struct LinkFaultTests {
             #expect(link.isAdminUp)
             #expect(link.carrier == .noCarrier)
 
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.ip("link set veth1 up")
             try await h.restored(since: mark)
             try await h.expectCacheMatchesDump()
@@ -47,7 +48,7 @@ struct LinkFaultTests {
             let lost = await h.transitions.first { $0.kind == .lost(.linkRemoved) || $0.kind == .lost(.adminDown) }
             #expect(lost != nil, "lost at once despite a 30 s hold-down")
 
-            let mark = await h.transitions.mark
+            let mark = h.transitions.count
             try ns.addOnlineVeth()
             let new = try #require(try await h.restored(since: mark).path.primaryInterface)
             #expect(new.name == "veth0")
@@ -97,7 +98,7 @@ struct LinkFaultTests {
             // A marker: `changed(address)` needs the carrier back, so it comes after the storm.
             try ns.ip("addr add 198.18.0.77/24 dev veth0")
             try await h.transition(.changed(.address))
-            let kinds = await h.transitions.items.map(\.kind)
+            let kinds = h.transitions.recorded.map(\.kind)
             #expect(!kinds.contains { if case .lost = $0 { true } else { false } }, "\(kinds)")
             let after = h.monitor.snapshot().link(named: "veth0")?.carrierChanges ?? 0
             #expect(after > before, "IFLA_CARRIER_CHANGES reveals the collapsed flaps")

@@ -1,58 +1,25 @@
 import Logging
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
-/// Records a stream so tests can await "the first element since mark M matching P" with a
-/// timeout, instead of sleeping.
-actor Recorder<Element: Sendable> {
-    private(set) var items: [Element] = []
-    private var waiters:
-        [Int: (predicate: @Sendable (Element) -> Bool, continuation: CheckedContinuation<Element?, Never>)] = [:]
-    private var nextID = 0
-
-    static func recording(_ stream: AsyncStream<Element>) -> Recorder {
-        let recorder = Recorder()
-        Task { for await element in stream { await recorder.append(element) } }
-        return recorder
-    }
-
-    /// The index the next element will get.
-    var mark: Int { items.count }
-
-    private func append(_ element: Element) {
-        items.append(element)
-        for (id, waiter) in waiters where waiter.predicate(element) {
-            waiters[id] = nil
-            waiter.continuation.resume(returning: element)
-        }
-    }
-
-    /// The first element at or after `since` that matches, waiting at most `timeout`.
+extension EventRecorder {
+    /// The first element at or after `since` that matches within `timeout`; nil when none came
+    /// (the namespace tests also check that something does *not* happen).
     func first(
-        since: Int = 0, within timeout: Duration = .seconds(15), where predicate: @escaping @Sendable (Element) -> Bool
+        since: Int = 0, within timeout: Duration = .seconds(15),
+        where predicate: @escaping @Sendable (Element) -> Bool
     ) async -> Element? {
-        if let hit = items[min(since, items.count)...].first(where: predicate) { return hit }
-        nextID += 1
-        let id = nextID
-        let timer = Task {
-            try? await Task.sleep(for: timeout)
-            self.expire(id)
-        }
-        defer { timer.cancel() }
-        return await withCheckedContinuation { waiters[id] = (predicate, $0) }
-    }
-
-    private func expire(_ id: Int) {
-        waiters.removeValue(forKey: id)?.continuation.resume(returning: nil)
+        try? await first(since: since, timeout: timeout, where: predicate)
     }
 }
 
 /// A monitor running inside a namespace, with its streams recorded from the start.
 struct MonitorHarness {
     let monitor: NetlinkMonitor
-    let events: Recorder<NetworkEvent>
-    let transitions: Recorder<PathTransition>
+    let events: EventRecorder<NetworkEvent>
+    let transitions: EventRecorder<PathTransition>
 
     /// Starts a monitor in `namespace`, runs `body`, and shuts the monitor down whatever happens.
     static func with<R>(

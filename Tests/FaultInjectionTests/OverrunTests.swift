@@ -1,5 +1,6 @@
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
@@ -14,13 +15,13 @@ struct OverrunTests {
             h.monitor._resumeReading()
 
             let resynced = try await h.event("resynced") { $0 == .resynced }
-            let synthesized = await h.events.items.filter { $0.synthesized && $0.seq < resynced.seq }
+            let synthesized = h.events.recorded.filter { $0.synthesized && $0.seq < resynced.seq }
             #expect(
                 synthesized.contains { if case .linkAdded(let l) = $0.kind { l.name == "nrifb199" } else { false } })
             #expect(!h.monitor.snapshot().links.values.contains { $0.name == "nrifb0" })
             try await h.expectCacheMatchesDump()
             // The stream goes on after an overrun.
-            let mark = await h.events.mark
+            let mark = h.events.count
             try ns.ip("link set nrifb150 up")
             try await h.event(since: mark, "event after resync") {
                 if case .linkChanged(_, let l) = $0 { l.name == "nrifb150" && l.isAdminUp } else { false }

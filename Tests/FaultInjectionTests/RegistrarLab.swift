@@ -228,7 +228,8 @@ final class RegistrarLab: @unchecked Sendable {
     }
 
     /// Writes a `netres run` config for `user` (password `secret-USER`, hold-down 0, only `nrc0`,
-    /// JSON log, control socket ``controlSocket(of:)``) into the lab's folder and returns its path.
+    /// JSON log, control socket ``controlSocket(of:)``, state directory in the lab's folder) into
+    /// the lab's folder and returns its path.
     /// `account` holds extra lines of the account (`subscriptions:` ...), indented by 4 spaces.
     func writeDaemonConfig(user: String, transport: String = "udp", account: [String] = []) throws -> String {
         let path = directory.appendingPathComponent("netres-\(user).yaml").path
@@ -238,6 +239,7 @@ final class RegistrarLab: @unchecked Sendable {
         control-socket: \(controlSocket(of: user))
         interfaces: [nrc0]
         hold-down: 0
+        state-directory: \(directory.appendingPathComponent("state").path)
         accounts:
           - name: \(user)
             registrar: 198.18.0.1

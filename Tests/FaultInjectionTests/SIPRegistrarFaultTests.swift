@@ -37,6 +37,26 @@ struct SIPRegistrarFaultTests {
         #expect(failures.allSatisfy { $0.error?.contains("503") == true }, "errors: \(failures.map(\.error))")
     }
 
+    /// A 503 with `Retry-After: 9223372036854775807` trapped the daemon about a second later
+    /// (a crash loop under `Restart=on-failure`). Now the process lives on, answers `ctl`, and
+    /// does not retry before its backoff (the cap itself is checked in DaemonHostileRegistrarTests).
+    @Test func aRetryAfterOfInt64MaxLeavesTheDaemonAlive() async throws {
+        let user = "hostile1"
+        let lab = try await RegistrarLab.running()
+        defer { lab.stop() }
+        let pid = try lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
+        try #require(await waitUntil(seconds: 10) { !registerAttempts(lab, user: user).isEmpty })
+        let failed = await waitUntil(seconds: 5) { lab.actionLog(of: user).contains { $0.outcome == "retrying" } }
+        try await Task.sleep(for: .seconds(3))
+        var status: Int32 = 0
+        #expect(waitpid(pid, &status, WNOHANG) == 0, "netres exited (status \(status)) after the 503")
+        let reply = try await lab.run(
+            in: lab.client, [RegistrarLab.netres, "ctl", "--socket", lab.controlSocket(of: user), "status"])
+        #expect(reply.status == 0 && reply.output.contains("service \(user).registration"), "ctl: \(reply.output)")
+        #expect(failed, "no retrying registration logged: \(lab.actionLog(of: user))")
+        #expect(registerAttempts(lab, user: user).count == 1, "retried before the backoff")
+    }
+
     @Test func aRestartedRegistrarHasLostItsBindings() async throws {
         let lab = try await RegistrarLab.registered("amnesia")
         defer { lab.stop() }
@@ -50,11 +70,24 @@ struct SIPRegistrarFaultTests {
     /// netres notices (TCP: the dropped connection; UDP: failed flow pings), retries with
     /// the executor's backoff (1 s, ×1.6, ±20 %) while the registrar is down, a bounded number
     /// of times, and the new registrar binds it within one backoff interval of its start.
-    func registersAgainAfterARegistrarRestart(_ user: String, transport: String, account: [String] = [])
-        async throws
-    {
-        let lab = try await RegistrarLab.registered(user, transport: transport, account: account)
+    /// With subscriptions, the lost flow is one batch: the registrar sees the REGISTER that bound
+    /// the account before any of its SUBSCRIBEs, and each subscription SUBSCRIBEd once.
+    /// Either way the account ends bound at the registrar (`ul.dump`), once.
+    func registersAgainAfterARegistrarRestart(
+        _ user: String, transport: String, account: [String] = [], subscribed packages: Set<String> = []
+    ) async throws {
+        let lab = try await RegistrarLab.registered(
+            user, transport: transport, account: account + (packages.isEmpty ? [] : Self.subscriptions))
         defer { lab.stop() }
+        if !packages.isEmpty {
+            let subscribed = await waitUntil(seconds: 10) {
+                Set(
+                    lab.actionLog(of: user).filter { $0.action.hasSuffix("subscribe") && $0.outcome == "succeeded" }
+                        .map(\.service)
+                ).count == packages.count
+            }
+            try #require(subscribed, "not every subscription succeeded: \(lab.actionLog(of: user))")
+        }
         await lab.stopRegistrar()
         try await Task.sleep(for: .seconds(5))
         // Any binding after this instant is the new registrar's: the old one is gone.
@@ -70,6 +103,56 @@ struct SIPRegistrarFaultTests {
             lab.lines("REGISTERED", user: user).contains { $0.at > restartAt }
         }
         #expect(rebound, "not registered again within \(nextDelay) s of the registrar's restart")
+        if !packages.isEmpty {
+            let renewed = await waitUntil(seconds: 5) {
+                Set(Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)) == packages
+            }
+            // One more second for a stray duplicate to show.
+            try await Task.sleep(for: .seconds(1))
+            let sent = Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)
+            #expect(renewed, "SUBSCRIBEd after the restart: \(sent)")
+            #expect(
+                sent.count == Set(sent).count,
+                "a subscription SUBSCRIBEd twice: \(lab.lines("AUTHORIZED", user: user).filter { $0.at > restartAt }.map(\.fields))"
+            )
+            let binding = try #require(lab.lines("REGISTERED", user: user).first { $0.at > restartAt }?.at)
+            let register = try #require(
+                lab.lines("REGISTER", user: user).last { $0.at > restartAt && $0.at < binding }?.at)
+            let firstSubscribe = lab.lines("SUBSCRIBE", user: user).first {
+                $0.at > restartAt && $0.fields["src"]?.hasPrefix("198.18.0.2:") == true
+            }
+            #expect(
+                firstSubscribe.map { $0.at > register } ?? false,
+                "REGISTER that bound at \(register), first SUBSCRIBE at \(firstSubscribe?.at ?? 0): \(firstSubscribe?.fields ?? [:])"
+            )
+        }
+        let bound = try await lab.boundContacts().filter { $0.contains("\(user)@198.18.0.2") }
+        #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
+    }
+
+    static let subscriptions = [
+        "subscriptions:",
+        "  - { package: presence-self }",
+        "  - { package: reg }",
+        "  - { package: message-summary }",
+    ]
+    static let packages: Set<String> = ["presence-self", "reg", "message-summary"]
+
+    /// The client's SUBSCRIBEs that passed the registrar's challenge after `instant` (one per
+    /// SUBSCRIBE the client meant to send: a challenged first try and its retry are one, a
+    /// retransmission repeats its CSeq and is dropped here), named by package.
+    static func authorizedSubscribes(_ lab: RegistrarLab, user: String, after instant: Double) -> [(
+        package: String, at: Double
+    )] {
+        var seen: Set<String> = []
+        return lab.lines("AUTHORIZED", user: user).filter {
+            $0.at > instant && $0.fields["method"] == "SUBSCRIBE"
+                && seen.insert("\($0.fields["event"] ?? "") \($0.fields["cseq"] ?? "")").inserted
+        }
+        .map { line in
+            let package = line.fields["event"] == "presence" ? "presence-self" : line.fields["event"] ?? ""
+            return (package, line.at)
+        }
     }
 
     @Test
@@ -80,5 +163,41 @@ struct SIPRegistrarFaultTests {
     @Test
     func overUDPFlowPingsNoticeTheRestartAndTheRestartedRegistrarBindsTheClientAgain() async throws {
         try await registersAgainAfterARegistrarRestart("udpflow", transport: "udp", account: ["flow-ping: 1s"])
+    }
+
+    @Test
+    func overTCPWithSubscriptionsTheRestartedRegistrarSeesRegisterFirstAndEachSubscribeOnce() async throws {
+        try await registersAgainAfterARegistrarRestart("tcpsubs", transport: "tcp", subscribed: Self.packages)
+    }
+
+    @Test
+    func overUDPWithSubscriptionsTheRestartedRegistrarSeesRegisterFirstAndEachSubscribeOnce() async throws {
+        try await registersAgainAfterARegistrarRestart(
+            "udpsubs", transport: "udp", account: ["flow-ping: 1s"], subscribed: Self.packages)
+    }
+
+    /// `netres run` killed with SIGKILL (no unregister) and started again with the same config
+    /// (a new UDP port, so a new Contact): the first REGISTER carries the account's persistent
+    /// `+sip.instance` from the state directory, and the registrar replaces the old binding.
+    @Test func afterSIGKILLAndARestartTheRegistrarHoldsOneBindingOfTheAccount() async throws {
+        let user = "crashed"
+        let lab = try await RegistrarLab.running()
+        defer { lab.stop() }
+        let config = try lab.writeDaemonConfig(user: user)
+        let first = try lab.startClient(user: user, config: config)
+        try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
+        let before = try #require(lab.lines("REGISTERED", user: user).first?.contact)
+        kill(first, SIGKILL)
+        var status: Int32 = 0
+        #expect(await waitUntil(seconds: 5) { waitpid(first, &status, WNOHANG) == first })
+        let restartAt = realtime()
+        try lab.startClient(user: user, config: config)
+        try #require(
+            await waitUntil(seconds: 10) { lab.lines("REGISTERED", user: user).contains { $0.at > restartAt } })
+        let after = try #require(lab.lines("REGISTERED", user: user).last?.contact)
+        #expect(after != before, "the restart bound the same Contact \(after): nothing to replace")
+        #expect(after.contains("+sip.instance"), "no instance in \(after)")
+        let bound = try await lab.boundContacts().filter { $0.contains("\(user)@198.18.0.2") }
+        #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
     }
 }

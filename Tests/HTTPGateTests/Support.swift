@@ -3,6 +3,7 @@ import FoundationNetworking
 import HTTPGate
 import Logging
 import ResilienceCore
+import ResilienceTesting
 import Synchronization
 
 let testLogger: Logger = {
@@ -55,14 +56,11 @@ func openedPlugin(_ gate: HTTPGate) async throws -> HTTPGatePlugin {
 
 /// A context whose deadline is `timeout` from now on the continuous clock.
 func context(timeout: Duration = .seconds(20)) -> PluginContext {
-    let now = ContinuousClock.now
-    return PluginContext(
-        logger: testLogger, deadline: now + timeout, network: .empty, path: NetworkPath(status: .satisfied),
-        epoch: .initial, now: now)
+    .fixture(path: NetworkPath(status: .satisfied), timeout: timeout, logger: testLogger)
 }
 
 func action(_ kind: ActionKind, _ service: ServiceID, trigger: Trigger = .app(.enteredBackground)) -> PlannedAction {
-    PlannedAction(kind: kind, service: service, trigger: trigger, source: "test")
+    .fixture(kind, for: service, trigger: trigger)
 }
 
 /// Waits until `condition` holds: at most 1000 checks, 10 ms apart. Returns whether it held.

@@ -16,14 +16,28 @@ struct DurationTextTests {
         #expect(DurationText.parse(text) == nil)
     }
 
-    @Test(arguments: [Duration.zero, .milliseconds(250), .seconds(2), .seconds(600), .microseconds(5), .nanoseconds(3)])
+    @Test(arguments: [
+        Duration.zero, .milliseconds(250), .seconds(2), .seconds(600), .microseconds(5), .nanoseconds(3),
+        .milliseconds(1500), .milliseconds(90_250), .milliseconds(3_723_250), .microseconds(2500),
+    ])
     func formatRoundTrips(duration: Duration) {
         #expect(DurationText.parse(DurationText.format(duration)) == duration)
     }
 
     @Test func formatIsCompact() {
         #expect(DurationText.format(.seconds(600)) == "10m")
-        #expect(DurationText.format(.milliseconds(1500)) == "1500ms")
+        #expect(DurationText.format(.milliseconds(1500)) == "1.5s")
+        #expect(DurationText.format(.seconds(90)) == "1m30s")
+        #expect(DurationText.format(.milliseconds(3_723_250)) == "1h2m3.25s")
+        #expect(DurationText.format(.microseconds(2500)) == "2.5ms")
         #expect(DurationText.format(.zero) == "0s")
+    }
+
+    /// A measured downtime prints as a policy would write it, not in nanoseconds.
+    @Test func measuredDurationsAreRoundedToMilliseconds() {
+        #expect(DurationText.format(.nanoseconds(1_505_709_508)) == "1.506s")
+        #expect(DurationText.format(.nanoseconds(250_400_000)) == "250ms")
+        #expect(DurationText.format(.nanoseconds(59_999_900_000)) == "1m")
+        #expect("\(PathTransition.Kind.restored(downtime: .nanoseconds(1_505_709_508)))" == "restored after 1.506s")
     }
 }

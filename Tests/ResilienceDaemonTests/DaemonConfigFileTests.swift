@@ -102,9 +102,42 @@ struct DaemonConfigFileTests {
             "ceiling fraction", "register-rate-ceiling: 2.5\naccounts: []\n", .wrongType, 1, 24,
             "whole number"
         ),
+        ("metrics bad port", "metrics: { port: 99999 }\naccounts: []\n", .invalidValue, 1, 18, "is not a port"),
+        (
+            "metrics unknown key", "metrics: { prot: 9464 }\naccounts: []\n", .unknownKey, 1, 12,
+            "did you mean \"port\"?"
+        ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
+        ("no account at all", "accounts: []\n", .invalidValue, 1, 11, "accounts is empty"),
+        (
+            "header injection in user", sip(user: "\"alice\\r\\nX-Injected: yes\""), .invalidValue, 4, 11,
+            "user has a CR"
+        ),
+        ("space in user", sip(user: "\"al ice\""), .invalidValue, 4, 11, "user has a space"),
+        ("bad escape in user", sip(user: "al%4"), .invalidValue, 4, 11, "two hex digits"),
+        ("empty registrar", sip(registrar: "\"\""), .invalidValue, 3, 16, "registrar is empty"),
+        ("registrar with a path", sip(registrar: "198.18.0.1/x"), .invalidValue, 3, 16, "registrar is not a host"),
+        ("domain with a space", sip(domain: "\"exa mple.test\""), .invalidValue, 5, 13, "domain is not a host"),
+        ("header injection in domain", sip(domain: "\"a.test\\r\\nX: y\""), .invalidValue, 5, 13, "domain"),
+        ("NUL in password", account("password: \"x\\0y\"\n"), .invalidValue, 6, 15, "control character"),
+        ("CR in password", account("password: \"x\\ry\"\n"), .invalidValue, 6, 15, "control character"),
+        ("quote in auth-user", account("password: x\n    auth-user: 'a\"b'\n"), .invalidValue, 7, 16, "auth-user has"),
+        ("expires below a minute", account("password: x\n    expires: 20\n"), .invalidValue, 7, 14, "out of range"),
+        (
+            "subscription expires of zero", account("password: x\n    subscriptions: [{ package: reg, expires: 0 }]\n"),
+            .invalidValue, 7, 46, "out of range"
+        ),
+        (
+            "control socket too long", "control-socket: /\(String(repeating: "s", count: 120))\naccounts: []\n",
+            .invalidValue, 1, 17, "more than a unix socket address holds"
+        ),
         ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
     ]
+
+    /// One account with the given SIP values (written into the YAML as they are).
+    static func sip(user: String = "a", registrar: String = "198.18.0.1", domain: String = "example.test") -> String {
+        "accounts:\n  - name: a\n    registrar: \(registrar)\n    user: \(user)\n    domain: \(domain)\n    password: x\n"
+    }
 
     static func account(_ extra: String) -> String {
         "accounts:\n  - name: a\n    registrar: 198.18.0.1\n    user: a\n    domain: example.test\n    " + extra
@@ -127,12 +160,34 @@ struct DaemonConfigFileTests {
 
     @Test func hooksNameAnExistingDirectoryResolvedAgainstTheConfigWithATimeout() throws {
         let config = try DaemonConfigFile.parse(
-            "hooks: { directory: bin, timeout: 3s }\naccounts: []\n", file: "netres.yaml", directory: "/usr")
+            "hooks: { directory: bin, timeout: 3s }\n" + Self.sip(), file: "netres.yaml", directory: "/usr")
         #expect(config.hooks == HooksConfig(directory: "/usr/bin", timeout: .seconds(3)))
         let defaults = try DaemonConfigFile.parse(
-            "hooks: { directory: /tmp }\naccounts: []\n", file: "netres.yaml", directory: "/etc")
+            "hooks: { directory: /tmp }\n" + Self.sip(), file: "netres.yaml", directory: "/etc")
         #expect(defaults.hooks == HooksConfig(directory: "/tmp", timeout: .seconds(10)))
-        #expect(try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/etc").hooks == nil)
+        #expect(try DaemonConfigFile.parse(Self.sip(), file: "netres.yaml", directory: "/etc").hooks == nil)
+    }
+
+    /// Values RFC 3261 allows pass: escapes and user-unreserved marks, IPv6 with or without
+    /// brackets, a trailing-dot host name, UTF-8 in a digest user name.
+    @Test func validSIPValuesPass() throws {
+        for text in [
+            Self.sip(user: "al%41ice+1;x=y"), Self.sip(registrar: "\"[2001:db8::1]\""),
+            Self.sip(registrar: "2001:db8::1"),
+            Self.sip(domain: "sip.example.test."), Self.account("password: x\n    auth-user: \"Zoë\"\n"),
+        ] {
+            #expect(throws: Never.self, "\(text)") {
+                try DaemonConfigFile.parse(text, file: "c.yaml", directory: "/tmp")
+            }
+        }
+    }
+
+    @Test func metricsAreOffByDefaultAndOnLoopbackWhenOn() throws {
+        let off = try DaemonConfigFile.parse(Self.sip(), file: "netres.yaml", directory: "/tmp")
+        #expect(off.metrics == nil)
+        let on = try DaemonConfigFile.parse(
+            "metrics: { port: 9100 }\n" + Self.sip(), file: "netres.yaml", directory: "/tmp")
+        #expect(on.metrics == MetricsConfig(address: "127.0.0.1", port: 9100))
     }
 
     @Test func flowPingDefaultsPerTransportAndCanBeTurnedOff() throws {

@@ -19,9 +19,9 @@ struct DaemonHookTests {
         try "#!/bin/sh\necho \"$NETRES_EVENT $NETRES_REASON\" >> \(records)\n".write(
             toFile: hook, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
-        let config = try DaemonConfigFile.parse(
-            "control-socket: ctl.sock\nhooks: { directory: hooks.d, timeout: 5s }\naccounts: []\n",
-            file: directory + "/netres.yaml", directory: directory)
+        let config = try configWithoutAccounts(
+            "control-socket: ctl.sock\nhooks: { directory: hooks.d, timeout: 5s }\n", file: directory + "/netres.yaml",
+            directory: directory)
 
         let network = ScriptedNetworkSource()
         var logger = Logger(label: "daemon-hook-test")

@@ -43,6 +43,7 @@ struct DefaultPolicyFileTests {
             backoff: {initial: 500ms, multiplier: 2, jitter: 0.1, max: 1m}
             wake-up-minimum-interval: 2m
             refresh-margin: 10s
+            flap-damping: {penalty: 500, suppress: 1200, reuse: 400, half-life: 5s, max-suppression: 20s}
             extra-rules:
               - name: close-on-loss
                 on: network.lost
@@ -60,6 +61,11 @@ struct DefaultPolicyFileTests {
                 == BackoffPolicy(initial: .milliseconds(500), multiplier: 2, jitter: 0.1, maximum: .seconds(60)))
         #expect(policy.wakeUpMinimumInterval == .seconds(120))
         #expect(policy.refreshMargin == .seconds(10))
+        #expect(
+            policy.flapDamping
+                == FlapDampingPolicy(
+                    penalty: 500, suppressThreshold: 1200, reuseThreshold: 400, halfLife: .seconds(5),
+                    maximumSuppression: .seconds(20)))
         #expect(policy.rules.count == Policy.defaultRules.count + 1)
         #expect(policy.rules.last?.name == "close-on-loss")
         #expect(document.services.map(\.id) == ["a.reg", "c1"])

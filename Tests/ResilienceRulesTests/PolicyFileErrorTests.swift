@@ -119,6 +119,26 @@ struct PolicyFileErrorTests {
         Case(name: "only comments", yaml: "# nothing here\n", code: .empty, line: 1, column: 1),
         Case(name: "YAML syntax error", yaml: "levels: [\n  - a\n", code: .syntax, line: 2, column: 3),
         Case(name: "unsupported version", yaml: "version: 2\n", code: .invalidValue, line: 1, column: 10),
+        // Floors under every repetition and ceilings on every wait.
+        Case(
+            name: "refresh margin of 1000h", yaml: "refresh-margin: 1000h\n", code: .invalidValue, line: 1, column: 17),
+        Case(name: "refresh margin of zero", yaml: "refresh-margin: 0\n", code: .invalidValue, line: 1, column: 17),
+        Case(
+            name: "backoff initial of zero", yaml: "backoff: {initial: 0s}\n", code: .invalidValue, line: 1, column: 20),
+        Case(name: "backoff max of a year", yaml: "backoff: {max: 8760h}\n", code: .invalidValue, line: 1, column: 16),
+        Case(
+            name: "wake-up minimum interval of zero", yaml: "wake-up-minimum-interval: 0s\n", code: .invalidValue,
+            line: 1, column: 27),
+        Case(
+            name: "damping reuse above suppress", yaml: "flap-damping: {suppress: 500, reuse: 750}\n",
+            code: .contradiction, line: 1, column: 38),
+        Case(
+            name: "damping half-life of zero", yaml: "flap-damping: {half-life: 0}\n", code: .invalidValue, line: 1,
+            column: 27),
+        Case(
+            name: "unknown damping key", yaml: "flap-damping: {half-live: 5s}\n", code: .unknownKey, line: 1,
+            column: 16, hint: "half-life"),
+        Case(name: "hold-down of a day", yaml: "hold-down: 24h\n", code: .invalidValue, line: 1, column: 12),
     ]
 
     @Test(arguments: cases)

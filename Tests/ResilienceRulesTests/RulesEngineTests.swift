@@ -132,6 +132,18 @@ struct RulesEngineTests {
         #expect(restored.contains { $0.kind == .pingFlow && $0.source.hasPrefix("rule local;") })
     }
 
+    @Test func aPluginsDeclaredLocalActionIsPlannedDuringALossAndAnUndeclaredOneIsNot() {
+        let flush: ActionKind = "vendor.flush-cache"
+        var policy = Policy.default
+        policy.rules.append(Rule("flush", on: [.named("network")], for: [.registration], do: [flush]))
+        var local = RulesEngine(policy: policy, localActions: [flush])
+        #expect(
+            Fixtures.render(local.decide(.network(.lost(.noCarrier)), services: Fixtures.services, at: t0))
+                == "reg:\(flush)")
+        var networked = RulesEngine(policy: policy)
+        #expect(networked.decide(.network(.lost(.noCarrier)), services: Fixtures.services, at: t0).isEmpty)
+    }
+
     @Test func levelsPickTheMostSpecificRow() {
         var policy = Policy.default
         policy.levels.append(ServiceLevelRow(.any, foreground: .none, background: .none))

@@ -8,13 +8,13 @@ struct ActionExecutorTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin()
 
-    func makeExecutor(path: NetworkPath = upPath) -> (ActionExecutor, Recorder<ActionEvent>) {
+    func makeExecutor(path: NetworkPath = upPath) -> (ActionExecutor, EventRecorder<ActionEvent>) {
         let executor = ActionExecutor(
             plugins: [plugin], clock: clock, configuration: .init(randomSeed: 42), path: path, logger: quiet)
-        return (executor, Recorder.recording(executor.events()))
+        return (executor, EventRecorder.recording(executor.events()))
     }
 
-    @Test func newerDecisionReplacesThePendingOneWhichNeverReachesThePlugin() async {
+    @Test func newerDecisionReplacesThePendingOneWhichNeverReachesThePlugin() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.gate, .succeed], for: "reg")
         await executor.submit([planned(.register, "reg")], epoch: .initial)
@@ -23,7 +23,7 @@ struct ActionExecutorTests {
         await executor.submit([planned(.unregisterOldContact, "reg")], epoch: .initial)
         plugin.release("reg")
         await executor.waitUntilIdle()
-        let outcomes = events.items.map { "\($0.action.kind) \($0.outcome.label)" }
+        let outcomes = events.recorded.map { "\($0.action.kind) \($0.outcome.label)" }
         #expect(
             outcomes == [
                 "register started", "refresh-registration superseded", "register succeeded",
@@ -34,42 +34,42 @@ struct ActionExecutorTests {
 
     /// An address change decided while the previous register is still in flight: the old attempt
     /// (maybe bound to an address that is gone) is cancelled and the new one starts at once.
-    @Test func aNewerBatchDoingTheSameKindAgainSupersedesTheRunningAttempt() async {
+    @Test func aNewerBatchDoingTheSameKindAgainSupersedesTheRunningAttempt() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.hang, .succeed], for: "reg")
         await executor.submit([planned(.register, "reg")], epoch: .initial)
         await plugin.waitForStarts(count: 1)
         await executor.submit([planned(.register, "reg"), planned(.unregisterOldContact, "reg")], epoch: .initial)
         await executor.waitUntilIdle()
-        let outcomes = events.items.map { "\($0.action.kind) \($0.outcome.label)" }
+        let outcomes = events.recorded.map { "\($0.action.kind) \($0.outcome.label)" }
         #expect(
             outcomes == [
                 "register started", "register superseded", "register started", "register succeeded",
                 "unregister-old-contact started", "unregister-old-contact succeeded",
             ])
         #expect(plugin.completions.first == .cancelled(planned(.register, "reg")))
-        #expect(clock.now == events.items.first?.at, "no time passed: nothing waited for the stale attempt")
+        #expect(clock.now == events.recorded.first?.at, "no time passed: nothing waited for the stale attempt")
     }
 
-    @Test func aNewLossCancelsRunningActionsOfOlderEpochsAndNeverReportsThemSucceeded() async {
+    @Test func aNewLossCancelsRunningActionsOfOlderEpochsAndNeverReportsThemSucceeded() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.hang], for: "a")
         plugin.program([.hangIgnoringCancellation], for: "b")
         await executor.submit([planned(.register, "a"), planned(.subscribe, "b")], epoch: .initial)
         await plugin.waitForStarts(count: 2)
         await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
-        await events.wait(count: 2) { $0.outcome == .cancelled }
+        try await events.wait(count: 2) { $0.outcome == .cancelled }
         plugin.release("b")  // the plugin "succeeds" late; the executor must not say so
         plugin.program([.succeed], for: "b")
         await executor.submit([planned(.subscribe, "b")], epoch: NetworkEpoch(rawValue: 1))
-        await events.wait { $0.contains { $0.isSucceeded && $0.epoch.rawValue == 1 } }
+        try await events.wait { $0.contains { $0.isSucceeded && $0.epoch.rawValue == 1 } }
         await executor.waitUntilIdle()
         #expect(plugin.completions.contains(.cancelled(planned(.register, "a"))))
-        #expect(!events.items.contains { $0.isSucceeded && $0.epoch == .initial })
-        #expect(events.items.filter { $0.outcome == .cancelled }.map(\.action.service).sorted() == ["a", "b"])
+        #expect(!events.recorded.contains { $0.isSucceeded && $0.epoch == .initial })
+        #expect(events.recorded.filter { $0.outcome == .cancelled }.map(\.action.service).sorted() == ["a", "b"])
     }
 
-    @Test func registrationGoesBeforeItsAccountsServicesUnderConcurrency() async {
+    @Test func registrationGoesBeforeItsAccountsServicesUnderConcurrency() async throws {
         let (executor, events) = makeExecutor()
         var batch: [PlannedAction] = []
         for account in 0..<20 {
@@ -85,7 +85,7 @@ struct ActionExecutorTests {
         #expect(plugin.starts.allSatisfy { $0.action.kind == .register })
         for account in (0..<20).shuffled() { plugin.release(ServiceID("acct\(account).reg")) }
         await executor.waitUntilIdle()
-        let items = events.items
+        let items = events.recorded
         for action in batch where !action.after.isEmpty {
             let start = items.firstIndex { $0.action == action && $0.isStarted }
             let prerequisiteDone = items.firstIndex { $0.action.service == action.after.first && $0.isSucceeded }
@@ -95,7 +95,7 @@ struct ActionExecutorTests {
 
     /// A batch where the registration both goes first and last (bring-up, subscriptions, then
     /// unregister after them) must not deadlock.
-    @Test func aServiceFirstAndLastInOneBatchDoesNotDeadlockItsDependents() async {
+    @Test func aServiceFirstAndLastInOneBatchDoesNotDeadlockItsDependents() async throws {
         let (executor, events) = makeExecutor()
         await executor.submit(
             [
@@ -103,18 +103,18 @@ struct ActionExecutorTests {
                 planned(.unregister, "reg", after: ["sub"]),
             ], epoch: .initial)
         await executor.waitUntilIdle()
-        let order = events.items.filter(\.isSucceeded).map { "\($0.action.kind)" }
+        let order = events.recorded.filter(\.isSucceeded).map { "\($0.action.kind)" }
         #expect(order == ["register", "subscribe", "unregister"])
     }
 
-    @Test func backoffDelaysStayInsideTheJitterBoundsOfTheFormula() async {
+    @Test func backoffDelaysStayInsideTheJitterBoundsOfTheFormula() async throws {
         let (executor, events) = makeExecutor()
         let policy = ActionExecutor.Configuration().backoff
         plugin.program([.fail(PluginError("503"))], for: "reg")
         await executor.submit([planned(.register, "reg")], epoch: .initial)
         var delays: [Duration] = []
         for failure in 1...14 {
-            let retry = await events.wait(count: failure) { $0.isRetrying }.last!
+            let retry = try await events.wait(count: failure) { $0.isRetrying }.last!
             let delay = retry.retryAt! - retry.at
             let bounds = policy.delayBounds(afterFailures: failure)
             #expect(delay >= bounds.lowerBound - .microseconds(1) && delay <= bounds.upperBound + .microseconds(1))
@@ -126,71 +126,116 @@ struct ActionExecutorTests {
         await executor.cancelAll()
     }
 
-    @Test func retryAfterWinsOverBackoff() async {
+    @Test func retryAfterWinsOverBackoff() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.fail(PluginError("503", retryAfter: .seconds(7))), .succeed], for: "reg")
         let start = clock.now
         await executor.submit([planned(.register, "reg")], epoch: .initial)
-        let retry = await events.wait { $0.isRetrying }.first!
+        let retry = try await events.wait { $0.isRetrying }.first!
         #expect(retry.retryAt == start + .seconds(7))
         clock.advance(by: .seconds(6))
         #expect(plugin.starts.count == 1)
         clock.advance(by: .seconds(1))
-        await events.wait { $0.isSucceeded }
+        try await events.wait { $0.isSucceeded }
         #expect(plugin.starts.map(\.attempt) == [1, 2])
     }
 
-    @Test func nothingIsRetriedWhileUnsatisfiedAndEverythingHeldStartsAtOnceOnRestore() async {
+    @Test func nothingIsRetriedWhileUnsatisfiedAndEverythingHeldStartsAtOnceOnRestore() async throws {
         let (executor, events) = makeExecutor(path: lostPath)
         let ids = (0..<10).map { ServiceID("svc\($0)") }
         for id in ids { plugin.program([.fail(PluginError("no route")), .succeed], for: id) }
-        await executor.submit(ids.map { planned(.closeStaleTransports, $0) }, epoch: .initial)
-        let held = await events.wait(count: 10) { $0.isRetrying }
+        await executor.submit(ids.map { planned(.register, $0) }, epoch: .initial)
+        let held = try await events.wait(count: 10) { $0.isRetrying }
         #expect(held.allSatisfy { $0.retryAt == nil })
         clock.advance(by: .seconds(3600))
         #expect(plugin.starts.count == 10)
         #expect(clock.sleeperCount == 0)  // no retry timer, no action timer: zero wake-ups
         let restoredAt = clock.now
         await executor.networkChanged(upPath, network: .empty, epoch: .initial)
-        let succeeded = await events.wait(count: 10) { $0.isSucceeded }
+        let succeeded = try await events.wait(count: 10) { $0.isSucceeded }
         #expect(succeeded.allSatisfy { $0.at == restoredAt && $0.attempt == 2 })
     }
 
-    @Test func aLossStopsAScheduledRetryAndTheRestoreStartsItWithBackoffReset() async {
+    @Test func aLossStopsAScheduledRetryAndTheRestoreStartsItWithBackoffReset() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.fail(PluginError("503")), .fail(PluginError("503")), .succeed], for: "reg")
         await executor.submit([planned(.register, "reg")], epoch: .initial)
-        let first = await events.wait { $0.isRetrying }.first!
+        let first = try await events.wait { $0.isRetrying }.first!
         await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
         clock.advance(to: first.retryAt! + .seconds(60))
         #expect(plugin.starts.count == 1)
         await executor.networkChanged(upPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
-        let second = await events.wait(count: 2) { $0.isRetrying }.last!
+        let second = try await events.wait(count: 2) { $0.isRetrying }.last!
         let bounds = ActionExecutor.Configuration().backoff.delayBounds(afterFailures: 1)
         #expect(bounds.contains(second.retryAt! - second.at))
         clock.advance(to: second.retryAt!)
-        await events.wait { $0.isSucceeded }
+        try await events.wait { $0.isSucceeded }
     }
 
-    @Test func anActionPastItsDeadlineTimesOutAndIsRetried() async {
+    @Test func anActionPastItsDeadlineTimesOutAndIsRetried() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.hang, .succeed], for: "reg")
         await executor.submit([planned(.register, "reg")], epoch: .initial)
         await plugin.waitForStarts(count: 1)
         #expect(plugin.starts[0].deadline == clock.now + .seconds(30))
         clock.advance(by: .seconds(30))
-        let retry = await events.wait { $0.isRetrying }.first!
-        #expect(events.items.contains { $0.outcome == .timedOut })
+        let retry = try await events.wait { $0.isRetrying }.first!
+        #expect(events.recorded.contains { $0.outcome == .timedOut })
         clock.advance(to: retry.retryAt!)
-        await events.wait { $0.isSucceeded }
+        try await events.wait { $0.isSucceeded }
     }
 
-    @Test func anActionNoPluginPerformsFailsPermanently() async {
+    @Test func anActionNoPluginPerformsFailsPermanently() async throws {
         let executor = ActionExecutor(plugins: [RecordingPlugin(actions: [.register])], clock: clock, logger: quiet)
-        let events = Recorder.recording(executor.events())
+        let events = EventRecorder.recording(executor.events())
         await executor.submit([planned(.openHTTP, "http")], epoch: .initial)
-        let failed = await events.wait(count: 1) { if case .failed = $0.outcome { true } else { false } }
+        let failed = try await events.wait(count: 1) { if case .failed = $0.outcome { true } else { false } }
         #expect(failed.count == 1)
         #expect(await executor.status().isEmpty)
+    }
+}
+
+/// Local actions (built-in `ActionKind.local`, or a plugin's `localActions`) run while the path is down.
+@Suite(.timeLimit(.minutes(1)))
+struct LocalActionTests {
+    let clock = ManualClock()
+
+    @Test func aPluginsOwnLocalActionRetriesWhileTheNetworkIsDownAndANetworkActionWaits() async throws {
+        let flush: ActionKind = "vendor.flush-cache"
+        let plugin = RecordingPlugin(actions: [flush, .register], localActions: [flush])
+        let executor = ActionExecutor(
+            plugins: [plugin], clock: clock, configuration: .init(randomSeed: 1), path: lostPath, logger: quiet)
+        let events = EventRecorder.recording(executor.events())
+        plugin.program([.fail(PluginError("busy")), .succeed], for: "cache")
+        plugin.program([.fail(PluginError("no route")), .succeed], for: "reg")
+        await executor.submit([planned(flush, "cache"), planned(.register, "reg")], epoch: .initial)
+        let retries = try await events.wait(count: 2, "both first attempts failing") { $0.isRetrying }
+        #expect(retries.first { $0.action.service == "cache" }?.retryAt != nil, "a local retry is scheduled")
+        #expect(retries.first { $0.action.service == "reg" }?.retryAt == nil, "a network retry waits for the path")
+        clock.advance(by: .seconds(10))
+        let done = try await events.wait("the local retry succeeding") { $0.contains(where: \.isSucceeded) }
+        #expect(done.filter(\.isSucceeded).map(\.action.service) == ["cache"])
+        #expect(plugin.starts.filter { $0.action.service == "reg" }.count == 1)
+        #expect(await executor.status()["reg"]?.waitingForPath == true)
+    }
+
+    @Test func aLossDoesNotCancelARunningLocalAction() async throws {
+        let plugin = RecordingPlugin()
+        let executor = ActionExecutor(plugins: [plugin], clock: clock, path: upPath, logger: quiet)
+        let events = EventRecorder.recording(executor.events())
+        plugin.program([.gate], for: "api")
+        plugin.program([.hang], for: "reg")
+        await executor.submit([planned(.drainHTTP, "api"), planned(.register, "reg")], epoch: .initial)
+        await plugin.waitForStarts(count: 2)
+        await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
+        try await events.wait("the register cancelled") { $0.contains { $0.outcome == .cancelled } }
+        plugin.release("api")
+        let drained = try await events.wait("the drain finishing") { $0.contains(where: \.isSucceeded) }
+        #expect(drained.filter(\.isSucceeded).map(\.action.kind) == [.drainHTTP])
+        #expect(drained.filter { $0.outcome == .cancelled }.map(\.action.kind) == [.register])
+    }
+
+    @Test func theVocabularySaysWhichBuiltInActionsAreLocal() {
+        #expect(ActionKind.builtIn.filter(\.isLocal) == [.drainHTTP, .closeStaleTransports])
     }
 }

@@ -23,20 +23,20 @@ struct DefaultPolicyIntegrationTests {
             ClientService(id: "a.dialog", kind: .subscription(.dialog), account: "a", expires: expires))
         await manager.register(
             ClientService(id: "a.buddies", kind: .subscription(.presenceOthers), account: "a", expires: expires))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { if case .transition = $0 { true } else { false } } }
+        try await events.wait { $0.contains { if case .transition = $0 { true } else { false } } }
 
         await source.lose(.noCarrier)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
         await source.restore()
-        let restore = await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
+        let restore = try await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
             .compactMap(\.decision).last!
         #expect(restore.epoch == NetworkEpoch(rawValue: 1))
         #expect(restore.actions.contains { $0.service == "a.reg" })
         let count = restore.actions.count
-        let done = await events.wait { items in
+        let done = try await events.wait { items in
             items.compactMap(\.action).filter { $0.epoch.rawValue == 1 && $0.isSucceeded }.count == count
         }.compactMap(\.action)
         let registered = done.firstIndex { $0.action.service == "a.reg" && $0.isSucceeded }!
@@ -45,7 +45,7 @@ struct DefaultPolicyIntegrationTests {
 
         await group.triggerGracefulShutdown()
         try await run.value
-        let teardown = events.items.compactMap(\.decision).last!
+        let teardown = events.recorded.compactMap(\.decision).last!
         #expect(teardown.trigger == .shutdown)
         let teardownStarts = sip.starts.filter { $0.action.trigger == .shutdown }.map(\.action)
         #expect(teardownStarts.count == teardown.actions.count)
@@ -62,13 +62,13 @@ struct DefaultPolicyIntegrationTests {
         let manager = ResilienceManager(
             source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 3), logger: quiet)
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        let started = await events.wait { $0.contains { $0.decision?.trigger == .started } }.compactMap(\.decision)
+        let started = try await events.wait { $0.contains { $0.decision?.trigger == .started } }.compactMap(\.decision)
         #expect(started.first?.actions == [])
         await source.restore()
-        await events.wait { $0.contains { $0.action?.isSucceeded == true } }
+        try await events.wait { $0.contains { $0.action?.isSucceeded == true } }
         #expect(sip.starts.map(\.action.kind) == [.register])
         #expect(sip.starts.first?.action.trigger == .network(.restored))
         await group.triggerGracefulShutdown()

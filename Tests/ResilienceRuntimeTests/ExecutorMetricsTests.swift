@@ -15,11 +15,11 @@ struct ExecutorMetricsTests {
         let executor = ActionExecutor(
             plugins: [plugin], clock: clock, configuration: .init(randomSeed: 1, metricsFactory: metrics),
             logger: quiet)
-        let events = Recorder.recording(executor.events())
+        let events = EventRecorder.recording(executor.events())
         await executor.submit([planned(.register, "reg")], epoch: .initial)
-        let retry = await events.wait { $0.isRetrying }.first!
+        let retry = try await events.wait { $0.isRetrying }.first!
         clock.advance(to: retry.retryAt!)
-        await events.wait { $0.isSucceeded }  // metrics are recorded before the event is emitted
+        try await events.wait { $0.isSucceeded }  // metrics are recorded before the event is emitted
         let retrying = try metrics.expectCounter(
             "netres.actions", [("plugin", "sip"), ("kind", "register"), ("outcome", "retrying")])
         let succeeded = try metrics.expectCounter(
@@ -39,11 +39,11 @@ struct ExecutorMetricsTests {
         let metrics = TestMetrics()
         let executor = ActionExecutor(
             plugins: [sip, http], configuration: .init(randomSeed: 1, metricsFactory: metrics), logger: quiet)
-        let events = Recorder.recording(executor.events())
+        let events = EventRecorder.recording(executor.events())
         await executor.submit(
             [planned(.register, "a.reg"), planned(.drainHTTP, "api.http"), planned(.publishPresence, "a.pres")],
             epoch: .initial)
-        await events.wait(count: 3) { $0.isSucceeded || $0.outcome.label == "failed" }
+        try await events.wait(count: 3) { $0.isSucceeded || $0.outcome.label == "failed" }
         let counts = try [
             ("sip", "register", "succeeded"), ("http", "drain-http", "succeeded"),
             ("none", "publish-presence", "failed"),

@@ -62,3 +62,38 @@ struct FlowLossThrottleTests {
         #expect(delays(seed: 9) == delays(seed: 9))
     }
 }
+
+struct FlowLossThrottleBatchTests {
+    let t0 = ContinuousClock.now
+    let backoff = BackoffPolicy()
+
+    @Test func aReportIsNeverSplitWhenOneOfItsServicesMustWait() throws {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 5)
+        // The registration lost its flow a moment ago; its subscriptions were not on it then.
+        #expect(throttle.report(["a.reg"], at: t0) == ["a.reg"])
+        // The next loss names all three: none goes before the registration.
+        #expect(throttle.report(["a.reg", "a.sub.reg", "a.sub.mwi"], at: t0 + .milliseconds(500)).isEmpty)
+        #expect(throttle.waitingServices == ["a.reg", "a.sub.mwi", "a.sub.reg"])
+        let release = try #require(throttle.nextRelease)
+        #expect(throttle.releaseDue(at: release) == ["a.reg", "a.sub.mwi", "a.sub.reg"])
+    }
+
+    @Test func aReportThatMustWaitLongerTakesTheWaitingGroupAlong() throws {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 6)
+        var now = t0
+        // Three quick losses of the subscription alone: its next wait is ~1.6 s.
+        for _ in 0..<3 {
+            _ = throttle.report(["a.sub"], at: now)
+            now = throttle.nextRelease ?? now
+            _ = throttle.releaseDue(at: now)
+        }
+        #expect(throttle.report(["a.reg"], at: now) == ["a.reg"])
+        #expect(throttle.report(["a.reg"], at: now + .milliseconds(10)).isEmpty)
+        let registrationAlone = try #require(throttle.nextRelease)
+        #expect(throttle.report(["a.reg", "a.sub"], at: now + .milliseconds(20)).isEmpty)
+        let together = try #require(throttle.nextRelease)
+        #expect(together >= registrationAlone)
+        #expect(throttle.releaseDue(at: together - .milliseconds(1)).isEmpty)
+        #expect(throttle.releaseDue(at: together) == ["a.reg", "a.sub"])
+    }
+}

@@ -28,10 +28,10 @@ struct InitialPathTests {
         let manager = ResilienceManager(
             source: source, plugins: [plugin], clock: clock, configuration: .init(randomSeed: 7), logger: quiet)
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.action?.isSucceeded == true } }
+        try await events.wait { $0.contains { $0.action?.isSucceeded == true } }
         let seen = plugin.paths.withLock { $0 }
         #expect(seen.first?.isSatisfied == true)
         #expect(seen.first?.addresses.map(\.address) == ["198.18.0.2"])

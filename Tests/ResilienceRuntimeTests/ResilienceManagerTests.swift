@@ -41,16 +41,16 @@ struct ResilienceManagerTests {
     init() { source = ScriptedNetworkSource(clock: clock) }
 
     func start(
-        _ services: [ClientService]
-    ) async -> (ResilienceManager, Recorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
+        _ services: [ClientService], damping: FlapDampingPolicy = FlapDampingPolicy()
+    ) async throws -> (ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>) {
         let manager = ResilienceManager(
-            source: source, policy: Policy(holdDown: .zero), plugins: [sip, http], clock: clock,
+            source: source, policy: Policy(holdDown: .zero, flapDamping: damping), plugins: [sip, http], clock: clock,
             configuration: .init(randomSeed: 7), logger: quiet, decide: testDecide)
         for service in services { await manager.register(service) }
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         return (manager, events, group, run)
     }
 
@@ -61,12 +61,12 @@ struct ResilienceManagerTests {
     ]
 
     @Test func aLossAndARestoreAreDecidedInNewEpochsAndCarriedOutInOrder() async throws {
-        let (manager, events, group, run) = await start(Self.account)
+        let (manager, events, group, run) = try await start(Self.account)
         await source.lose(.noCarrier)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
         #expect(await manager.status().epoch == NetworkEpoch(rawValue: 1))
         await source.restore()
-        let items = await events.wait { $0.filter { $0.action?.isSucceeded == true }.count == 3 }
+        let items = try await events.wait { $0.filter { $0.action?.isSucceeded == true }.count == 3 }
         let done = items.compactMap(\.action).filter(\.isSucceeded).map(\.action.service)
         #expect(done.first == "a.reg")
         #expect(items.compactMap(\.action).allSatisfy { $0.epoch.rawValue == 1 })
@@ -79,17 +79,17 @@ struct ResilienceManagerTests {
 
     @Test func shutdownRunsTeardownWithinItsDeadlineEvenWhenAPluginHangs() async throws {
         http.program([.hangIgnoringCancellation], for: "a.http")
-        let (_, events, group, run) = await start(Self.account)
+        let (_, events, group, run) = try await start(Self.account)
         let begin = clock.now
         await group.triggerGracefulShutdown()
-        await events.wait { items in
+        try await events.wait { items in
             items.contains { $0.action?.action.kind == .unregister && $0.action?.isSucceeded == true }
                 && items.contains { $0.action?.action.kind == .drainHTTP && $0.action?.isStarted == true }
         }
         clock.advance(by: .seconds(5))  // the shutdown deadline; the drain never returns
         try await run.value
         #expect(clock.now - begin == .seconds(5))
-        #expect(events.items.contains { $0.action?.action.kind == .drainHTTP && $0.action?.outcome == .cancelled })
+        #expect(events.recorded.contains { $0.action?.action.kind == .drainHTTP && $0.action?.outcome == .cancelled })
     }
 
     /// Storms of 50 losses and restores: fed at once (pairs cancel out before they are decided)
@@ -99,14 +99,15 @@ struct ResilienceManagerTests {
     func aFlapStormCoalescesAndEveryServiceEndsRegisteredOnce(paced: Bool) async throws {
         let services = (0..<5).map { ClientService(id: ServiceID("r\($0)"), kind: .registration) }
         for service in services { sip.program([.gate], for: service.id) }
-        let (_, events, group, run) = await start(services)
+        // Damping off: this is about coalescing and epochs (ManagerDampingTests bound the storm's cost).
+        let (_, events, group, run) = try await start(services, damping: .off)
         for round in 1...50 {
             await source.lose(.noCarrier)
-            if paced { await events.wait { $0.filter(\.isNetworkDecision).count == 2 * round - 1 } }
+            if paced { try await events.wait { $0.filter(\.isNetworkDecision).count == 2 * round - 1 } }
             await source.restore()
         }
         // Every transition is either decided or dropped as half of a coalesced pair.
-        let items = await events.wait { items in
+        let items = try await events.wait { items in
             let decided = items.filter(\.isNetworkDecision).count
             return decided + 2 * items.filter(\.isFlapCoalesced).count == 100
         }
@@ -121,7 +122,7 @@ struct ResilienceManagerTests {
         }
         #expect(restores.count + items.filter(\.isFlapCoalesced).count == 50)
         if paced { #expect(restores.count == 50 && finalEpoch.rawValue == 50) }
-        await events.wait { items in
+        try await events.wait { items in
             let started = Set(
                 items.compactMap(\.action).filter { $0.isStarted && $0.epoch == finalEpoch }.map(\.action.service))
             return started.count == 5
@@ -130,7 +131,8 @@ struct ResilienceManagerTests {
             sip.program([.succeed], for: service.id)
             sip.release(service.id)
         }
-        let final = await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 5 }.compactMap(\.action)
+        let final = try await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 5 }.compactMap(
+            \.action)
         #expect(final.filter(\.isSucceeded).allSatisfy { $0.epoch == finalEpoch })
         #expect(final.filter(\.isStarted).count <= 5 * 51)
         #expect(
@@ -143,28 +145,29 @@ struct ResilienceManagerTests {
     @Test func appStateCallStateAndRefreshDueBecomeTriggers() async throws {
         let call = ClientService(id: "call", kind: .call(.outgoing, .active))
         let reg = ClientService(id: "reg", kind: .registration, expires: clock.now + .seconds(3600))
-        let (manager, events, group, run) = await start([reg, call])
+        let (manager, events, group, run) = try await start([reg, call])
         await manager.setAppState(.background)
         var held = call
         held.kind = .call(.outgoing, .held)
         await manager.update(held)
         #expect(await manager.status().nextWakeUp == reg.expires! - .seconds(30))
         clock.advance(to: reg.expires! - .seconds(30))
-        let decided = await events.wait { $0.compactMap(\.decision).count == 4 }.compactMap(\.decision).map(\.trigger)
+        let decided = try await events.wait { $0.compactMap(\.decision).count == 4 }.compactMap(\.decision).map(
+            \.trigger)
         #expect(decided == [.started, .app(.enteredBackground), .callStateChanged("call"), .refreshDue(["reg"])])
-        await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 2 }
+        try await events.wait { $0.compactMap(\.action).filter(\.isSucceeded).count == 2 }
         #expect(await manager.status().appState == .background)
         await group.triggerGracefulShutdown()
         try await run.value
     }
 
     @Test func startedIsDecidedOnceAfterTheInitialPath() async throws {
-        let (_, events, group, run) = await start(Self.account)
+        let (_, events, group, run) = try await start(Self.account)
         await source.lose(.noCarrier)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
         await source.restore()
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
-        let triggers = events.items.compactMap(\.decision).map(\.trigger)
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.restored) } }
+        let triggers = events.recorded.compactMap(\.decision).map(\.trigger)
         #expect(triggers.first == .started)
         #expect(triggers.filter { $0 == .started }.count == 1)
         await group.triggerGracefulShutdown()
@@ -172,21 +175,21 @@ struct ResilienceManagerTests {
     }
 
     @Test func aRepeatedFlowLossWaitsTheBackoffAndLossesWaitingTogetherShareATrigger() async throws {
-        let (_, events, group, run) = await start(Self.account)
+        let (_, events, group, run) = try await start(Self.account)
         @Sendable func flowLosses(_ items: [ResilienceEvent]) -> [Trigger] {
             items.compactMap(\.decision).map(\.trigger).filter { $0.name == "flow.lost" }
         }
         // First losses are decided at once.
         sip.reportFlowLoss(["a.reg"])
-        await events.wait { flowLosses($0) == [.flowLost(["a.reg"])] }
+        try await events.wait { flowLosses($0) == [.flowLost(["a.reg"])] }
         sip.reportFlowLoss(["a.mwi"])
-        await events.wait { flowLosses($0).count == 2 }
+        try await events.wait { flowLosses($0).count == 2 }
         // The server drops both new flows at once: both wait the first backoff (1 s ± 20 %).
         sip.reportFlowLoss(["a.reg", "a.mwi"])
         await clock.waitForSleepers(count: 1)
-        #expect(flowLosses(events.items) == [.flowLost(["a.reg"]), .flowLost(["a.mwi"])])
+        #expect(flowLosses(events.recorded) == [.flowLost(["a.reg"]), .flowLost(["a.mwi"])])
         clock.advance(by: .milliseconds(1200))
-        let decided = await events.wait { flowLosses($0).count == 3 }
+        let decided = try await events.wait { flowLosses($0).count == 3 }
         #expect(flowLosses(decided).last == .flowLost(["a.mwi", "a.reg"]))
         #expect(clock.wakeUps == 1)
         await group.triggerGracefulShutdown()
@@ -195,11 +198,11 @@ struct ResilienceManagerTests {
 
     @Test func flowPingIntervalsBecomeFlowPingTriggers() async throws {
         let reg = ClientService(id: "reg", kind: .registration, flowPingInterval: .seconds(30))
-        let (manager, events, group, run) = await start([reg])
+        let (manager, events, group, run) = try await start([reg])
         let first = try #require(await manager.status().nextWakeUp)
         #expect(first - clock.now >= .seconds(24) && first - clock.now <= .seconds(30))
         clock.advance(to: first)
-        await events.wait { $0.contains { $0.decision?.trigger == .flowPingDue(["reg"]) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .flowPingDue(["reg"]) } }
         var slower = reg
         slower.flowPingInterval = .seconds(300)
         await manager.update(slower)
@@ -214,24 +217,8 @@ struct ResilienceManagerTests {
 }
 
 extension ResilienceEvent {
-    var action: ActionEvent? {
-        if case .action(let event) = self { return event }
-        return nil
-    }
-    var decision: (trigger: Trigger, epoch: NetworkEpoch, actions: [PlannedAction])? {
-        if case .decision(let trigger, let epoch, let actions, _) = self { return (trigger, epoch, actions) }
-        return nil
-    }
     var isNetworkDecision: Bool {
         guard case .decision(.network, _, _, _) = self else { return false }
         return true
-    }
-    var isFlapCoalesced: Bool {
-        if case .flapCoalesced = self { return true }
-        return false
-    }
-    var transition: PathTransition? {
-        if case .transition(let transition) = self { return transition }
-        return nil
     }
 }

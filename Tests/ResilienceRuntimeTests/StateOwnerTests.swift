@@ -23,14 +23,14 @@ struct StateOwnerTests {
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a", expires: first))
         await manager.register(
             ClientService(id: "b.reg", kind: .registration, account: "b", expires: first + .seconds(300)))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         #expect(await manager.status().appState == state)
 
         clock.advance(to: first - .seconds(30))
-        let due = await events.wait { $0.contains { $0.decision?.trigger.name == "refresh.due" } }
+        let due = try await events.wait { $0.contains { $0.decision?.trigger.name == "refresh.due" } }
             .compactMap(\.decision).filter { $0.trigger.name == "refresh.due" }
         let expected: Trigger = wakeUps == 1 ? .refreshDue(["a.reg", "b.reg"]) : .refreshDue(["a.reg"])
         #expect(due.map(\.trigger) == [expected])
@@ -48,11 +48,11 @@ struct StateOwnerTests {
         await manager.setAppState(.background)
         await manager.beginInterruption()
         #expect(await manager.status().appState == .foreground)
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .app(.interrupted) } }
-        let apps = events.items.compactMap(\.decision).map(\.trigger).filter { $0.name.hasPrefix("app.") }
+        try await events.wait { $0.contains { $0.decision?.trigger == .app(.interrupted) } }
+        let apps = events.recorded.compactMap(\.decision).map(\.trigger).filter { $0.name.hasPrefix("app.") }
         #expect(apps == [.app(.enteredBackground), .app(.interrupted)])
         let status = await manager.status()
         #expect(status.appState == .background && status.isInterrupted)
@@ -86,24 +86,24 @@ struct PathOwnerTests {
             source: source, policy: policy, plugins: [plugin], clock: clock,
             configuration: .init(randomSeed: 3, timeAsleep: { .zero }), logger: quiet)
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .started } }
         #expect(await manager.status().path == ScriptedNetworkSource.satisfiedPath)
 
         await source.lose(.noCarrier)
-        await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+        try await events.wait { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
         let lost = await manager.status()
         #expect(lost.path.status == .unsatisfied(.noCarrier))
         #expect(lost.epoch == NetworkEpoch(rawValue: 1))
-        let lostDecision = events.items.compactMap(\.decision).first { $0.trigger == .network(.lost(.noCarrier)) }
+        let lostDecision = events.recorded.compactMap(\.decision).first { $0.trigger == .network(.lost(.noCarrier)) }
         #expect(lostDecision?.actions.allSatisfy { !$0.kind.needsNetwork } == true)
 
         var moved = ScriptedNetworkSource.satisfiedPath
         moved.addresses[0].address = "198.18.0.9"
         await source.restore(moved)
-        let restored = await events.wait(count: 1) {
+        let restored = try await events.wait(count: 1) {
             $0.action?.outcome == .succeeded && $0.action?.action.trigger == .network(.restored)
         }
         #expect(!restored.isEmpty)

@@ -44,19 +44,19 @@ struct SystemSleepManagerTests {
             configuration: .init(randomSeed: 3, timeAsleep: { [asleep] in asleep.total.withLock { $0 } }),
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
         await manager.register(ClientService(id: "a.reg", kind: .registration, account: "a"))
-        let events = Recorder.recording(manager.events())
+        let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: Logger(label: "test"))
         let run = Task { try await group.run() }
-        await events.wait { $0.contains { $0.decisionTrigger == .started } }
+        try await events.wait { $0.contains { $0.decisionTrigger == .started } }
 
         asleep.total.withLock { $0 += .seconds(2) }  // not a sleep
         await manager.pushTokenChanged()
-        await events.wait { $0.contains { $0.decisionTrigger == .pushTokenChanged } }
-        #expect(!events.items.contains { $0.decisionTrigger == .app(.resumed) })
+        try await events.wait { $0.contains { $0.decisionTrigger == .pushTokenChanged } }
+        #expect(!events.recorded.contains { $0.decisionTrigger == .app(.resumed) })
 
         asleep.total.withLock { $0 += .seconds(3600) }  // an hour in suspend
         await manager.pushTokenChanged()
-        let items = await events.wait { $0.contains { $0.decisionTrigger == .app(.resumed) } }
+        let items = try await events.wait { $0.contains { $0.decisionTrigger == .app(.resumed) } }
         let resumed = items.compactMap { event -> [PlannedAction]? in
             if case .decision(.app(.resumed), _, let actions, _) = event { actions } else { nil }
         }

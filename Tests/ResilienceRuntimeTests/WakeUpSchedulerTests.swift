@@ -162,11 +162,12 @@ struct WakeUpSchedulerTests {
 
     @Test func aServiceRefreshedInAWakeUpIsNotPingedInIt() async throws {
         let scheduler = makeScheduler()
-        // Pings at 8–10 s; reg's refresh at 8 s: the first wake-up (at 8 s) takes both pings
-        // (inside its 10 s coalescing window) and the refresh.
+        // Pings at 8–10 s; reg's refresh at 8 s (half its 16 s lifetime, the floor above
+        // `expires − margin`): the first wake-up (at 8 s) takes both pings (inside its 10 s
+        // coalescing window) and the refresh.
         await scheduler.setFlowPingInterval(.seconds(10), for: "reg")
         await scheduler.setFlowPingInterval(.seconds(10), for: "other")
-        await scheduler.setExpiry(clock.now + .seconds(30 + 8), for: "reg")
+        await scheduler.setExpiry(clock.now + .seconds(16), for: "reg")
         var iterator = wakeUps.stream.makeAsyncIterator()
         let next = try #require(await scheduler.nextWakeUp)
         clock.advance(to: next)

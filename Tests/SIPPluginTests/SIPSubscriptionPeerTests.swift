@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ResilienceCore
+import Synchronization
 import Testing
 
 @testable import SIPPlugin
@@ -27,14 +28,21 @@ struct SIPSubscriptionPeerTests {
     }
 
     /// A NOTIFY inside the dialog that `subscribe` opened.
-    static func notify(for subscribe: SIPMessage, tag: String, state: String, port: Int) -> [UInt8] {
+    /// CSeqs for NOTIFYs that do not name one: increasing across the process, as a notifier's
+    /// in one dialog are (RFC 3261 §12.2.2 refuses a lower one).
+    static let nextCSeq = Atomic<UInt32>(1)
+
+    /// `cseq` nil takes the next of ``nextCSeq``.
+    static func notify(for subscribe: SIPMessage, tag: String, state: String, port: Int, cseq: UInt32? = nil)
+        -> [UInt8]
+    {
         let fromTag = subscribe.headers["From"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] } ?? ""
         var headers = SIPHeaders()
         headers.add("Via", "SIP/2.0/UDP 127.0.0.1:\(port);branch=z9hG4bK\(UInt32.random(in: 0...UInt32.max))")
         headers.add("From", "<sip:peer@127.0.0.1>;tag=\(tag)")
         headers.add("To", "<sip:peer@127.0.0.1>;tag=\(fromTag)")
         headers.add("Call-ID", subscribe.headers["Call-ID"] ?? "")
-        headers.add("CSeq", "\(UInt16.random(in: 1...999)) NOTIFY")
+        headers.add("CSeq", "\(cseq ?? nextCSeq.add(1, ordering: .relaxed).oldValue) NOTIFY")
         headers.add("Contact", "<sip:notifier@127.0.0.1:\(port)>")
         headers.add("Event", "reg")
         headers.add("Subscription-State", state)

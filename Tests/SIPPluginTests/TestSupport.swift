@@ -1,5 +1,6 @@
 import Logging
 import ResilienceCore
+import ResilienceTesting
 import Synchronization
 
 @testable import SIPPlugin
@@ -22,13 +23,11 @@ func testLogger(_ label: String) -> Logger {
 }
 
 func context(_ address: String = "127.0.0.1", seconds: Int = 40) -> PluginContext {
-    PluginContext(
-        logger: testLogger("context"), deadline: .now + .seconds(seconds), network: .empty,
-        path: loopbackPath(address), epoch: .initial)
+    .fixture(path: loopbackPath(address), timeout: .seconds(seconds), logger: testLogger("context"))
 }
 
 func action(_ kind: ActionKind, _ service: ServiceID) -> PlannedAction {
-    PlannedAction(kind: kind, service: service, trigger: .network(.restored), source: "test")
+    .fixture(kind, for: service)
 }
 
 /// A unique user name so tests never share registrar state.

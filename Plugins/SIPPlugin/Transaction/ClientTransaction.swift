@@ -51,6 +51,7 @@ final class TransactionTable: Sendable {
         case response(SIPMessage)
         case flowClosed
         case timer(NonInviteClientTransaction.Timer)
+        case inviteTimer(InviteClientTransaction.Timer)
     }
 
     static let absorbLimit = 1_024
@@ -137,19 +138,8 @@ func runNonInviteTransaction(
                 switch action {
                 case .send:
                     sent += 1
-                    do {
-                        try await transport.send(bytes: bytes)
-                    } catch  where sent == 1 {
-                        // The socket refused the request (closed, or ECONNREFUSED which closes it).
-                        return .failure(.flowClosed)
-                    } catch {
-                        // A retransmission that fails is as good as one lost on the way.
-                    }
-                case .arm(let timer, let deadline):
-                    group.addTask {
-                        guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
-                        sink.yield(.timer(timer))
-                    }
+                    guard await transport.sendCopy(bytes, number: sent) else { return .failure(.flowClosed) }
+                case .arm(let timer, let deadline): group.arm(.timer(timer), at: deadline, on: clock, to: sink)
                 case .complete(let response): return .success(response)
                 case .fail(let failure): return .failure(failure)
                 }
@@ -160,9 +150,37 @@ func runNonInviteTransaction(
             case .response(let response): actions = machine.received(response)
             case .flowClosed: actions = machine.flowClosed()
             case .timer(let timer): actions = machine.timerFired(timer, at: clock.now)
+            case .inviteTimer: actions = []
             }
         }
     }
     guard let outcome else { throw CancellationError() }
     return try outcome.get()
+}
+
+extension SIPTransport {
+    /// Sends copy `number` of a request; false only when the first copy was refused (the socket
+    /// closed, or ECONNREFUSED closed it): a retransmission that fails is as good as one lost.
+    func sendCopy(_ bytes: [UInt8], number: Int) async -> Bool {
+        do {
+            try await send(bytes: bytes)
+            return true
+        } catch {
+            return number > 1
+        }
+    }
+}
+
+extension TaskGroup<Void> {
+    /// A transaction timer: a child that yields `event` to `sink` at `deadline` on `clock`, or
+    /// nothing when the group is cancelled first.
+    mutating func arm(
+        _ event: TransactionTable.Event, at deadline: ContinuousClock.Instant, on clock: any RuntimeClock,
+        to sink: AsyncStream<TransactionTable.Event>.Continuation
+    ) {
+        addTask {
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            sink.yield(event)
+        }
+    }
 }

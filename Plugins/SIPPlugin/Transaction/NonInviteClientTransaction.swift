@@ -33,28 +33,28 @@ struct NonInviteClientTransaction {
     }
 
     private(set) var state = State.trying
-    /// Timer E's current interval.
-    private var retransmitInterval: Duration
+    /// Timer E: T1 doubling up to T2.
+    private var retransmit: RetransmitInterval
     let reliable: Bool
     let timers: SIPTimers
 
     init(reliable: Bool, timers: SIPTimers) {
         self.reliable = reliable
         self.timers = timers
-        self.retransmitInterval = timers.t1
+        self.retransmit = RetransmitInterval(timers, capped: true)
     }
 
     mutating func start(at now: ContinuousClock.Instant) -> [Action] {
         let timeout = Action.arm(.f, at: now + timers.transactionTimeout)
-        return reliable ? [.send, timeout] : [.send, .arm(.e, at: now + retransmitInterval), timeout]
+        return reliable ? [.send, timeout] : [.send, .arm(.e, at: now + retransmit.current), timeout]
     }
 
     mutating func timerFired(_ timer: Timer, at now: ContinuousClock.Instant) -> [Action] {
         guard state == .trying || state == .proceeding else { return [] }
         switch timer {
         case .e:
-            retransmitInterval = state == .proceeding ? timers.t2 : min(retransmitInterval * 2, timers.t2)
-            return [.send, .arm(.e, at: now + retransmitInterval)]
+            let interval = state == .proceeding ? retransmit.capped() : retransmit.doubled()
+            return [.send, .arm(.e, at: now + interval)]
         case .f:
             state = .terminated
             return [.fail(.timeout)]

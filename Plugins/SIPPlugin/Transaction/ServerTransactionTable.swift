@@ -1,14 +1,18 @@
+internal import ResilienceCore
 internal import Synchronization
 
 /// The open server transactions of one user agent, matched as RFC 3261 §17.2.3 says: top Via
-/// `branch` and sent-by plus the method (an `ACK` never opens one: with no INVITE server
-/// transaction yet there is nothing for it to match).
+/// `branch` and sent-by plus the method. An `ACK` never opens one: it matches the INVITE
+/// transaction whose non-2xx final it acknowledges, or goes on to the transaction user (the ACK
+/// for a 2xx, §17.2.1); a `CANCEL` opens its own transaction and is matched to the INVITE one (§9.2).
 ///
 /// Lives where datagrams arrive (NIO's threads), so it is a locked table, not an actor: a
 /// retransmission is answered there and then, without a hop. Invariants: a request opens at most
-/// one transaction; an entry whose timer J passed is forgotten lazily (no timer task runs, so an
-/// idle agent has no wake-ups); at most ``capacity`` transactions are held: when full, finished
-/// ones are dropped first, and a request that still finds no room is refused (not delivered).
+/// one transaction; a non-INVITE entry whose timer J passed is forgotten lazily (no timer task
+/// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
+/// as sleeps on the lent clock and are removed when they terminate; at most ``capacity``
+/// transactions are held: when full, finished ones are dropped first, and a request that still
+/// finds no room is refused (not delivered).
 final class ServerTransactionTable: Sendable {
     struct Key: Hashable, Sendable {
         var branch: String
@@ -26,38 +30,137 @@ final class ServerTransactionTable: Sendable {
         case refused
     }
 
+    /// Where an arriving ACK goes.
+    enum AckMatch: Hashable, Sendable {
+        /// It acknowledged a non-2xx final of an INVITE server transaction (or repeated that).
+        case absorbed
+        /// No INVITE transaction awaits it: an ACK for a 2xx, for the transaction user (dialog).
+        case forTransactionUser
+    }
+
+    private enum Machine {
+        case nonInvite(NonInviteServerTransaction)
+        case invite(InviteServerTransaction)
+    }
+
+    private struct Entry {
+        var machine: Machine
+        let reply: @Sendable (SIPMessage) -> Void
+
+        func isTerminated(at now: ContinuousClock.Instant) -> Bool {
+            switch machine {
+            case .nonInvite(let transaction): transaction.isTerminated(at: now)
+            case .invite(let transaction): transaction.isTerminated
+            }
+        }
+    }
+
     static let capacity = 512
 
-    private let entries = Mutex<[Key: NonInviteServerTransaction]>([:])
+    private let entries = Mutex<[Key: Entry]>([:])
     let timers: SIPTimers
+    /// Where INVITE transactions' timers sleep (the agent's lent clock).
+    let clock: any RuntimeClock
 
-    init(timers: SIPTimers) { self.timers = timers }
+    init(timers: SIPTimers, clock: any RuntimeClock = ContinuousClock()) {
+        self.timers = timers
+        self.clock = clock
+    }
 
-    /// Matches `request` (not an ACK) to a transaction or opens one.
+    /// Matches `request` (not an ACK) to a transaction or opens one; a new INVITE is answered
+    /// `100 Trying` before this returns.
     func receive(
         _ request: SIPMessage, reliable: Bool, at now: ContinuousClock.Instant,
         reply: @escaping @Sendable (SIPMessage) -> Void
     ) -> Arrival {
         guard let key = Self.key(of: request) else { return .refused }
-        return entries.withLock { entries in
+        var started: [InviteServerTransaction.Action] = []
+        let arrival: Arrival = entries.withLock { entries in
             if let existing = entries[key], !existing.isTerminated(at: now) {
-                return .retransmission(answer: existing.requestRetransmitted())
+                switch existing.machine {
+                case .nonInvite(let transaction): return .retransmission(answer: transaction.requestRetransmitted())
+                case .invite(let transaction):
+                    return .retransmission(answer: transaction.requestRetransmitted().first?.sent)
+                }
             }
             if entries.count >= Self.capacity { entries = entries.filter { !$0.value.isTerminated(at: now) } }
             guard entries.count < Self.capacity else { return .refused }
-            entries[key] = NonInviteServerTransaction(reliable: reliable, timers: timers)
-            return .new(ServerTransaction(key: key, table: self, reply: reply))
+            if key.method == "INVITE" {
+                var transaction = InviteServerTransaction(invite: request, reliable: reliable, timers: timers)
+                started = transaction.start(at: now)
+                entries[key] = Entry(machine: .invite(transaction), reply: reply)
+            } else {
+                let transaction = NonInviteServerTransaction(reliable: reliable, timers: timers)
+                entries[key] = Entry(machine: .nonInvite(transaction), reply: reply)
+            }
+            return .new(ServerTransaction(key: key, table: self))
         }
+        perform(started, for: key, reply: reply)
+        return arrival
     }
 
-    /// Records the transaction user's response; true when it is to be sent.
+    /// Sends the transaction user's response through its transaction; true when it was sent
+    /// (false after a final, or when the transaction is gone).
+    @discardableResult
     func respond(_ key: Key, with response: SIPMessage, at now: ContinuousClock.Instant) -> Bool {
-        entries.withLock { entries in
-            guard var transaction = entries[key] else { return false }
-            let send = transaction.respond(response, at: now)
-            entries[key] = transaction
-            return send
+        let outcome: ([InviteServerTransaction.Action], Entry)? = entries.withLock { entries in
+            guard var entry = entries[key] else { return nil }
+            switch entry.machine {
+            case .nonInvite(var transaction):
+                let send = transaction.respond(response, at: now)
+                entry.machine = .nonInvite(transaction)
+                entries[key] = entry
+                return (send ? [.send(response)] : [], entry)
+            case .invite(var transaction):
+                let actions = transaction.respond(response, at: now)
+                entry.machine = .invite(transaction)
+                entries[key] = entry
+                return (actions, entry)
+            }
         }
+        guard let (actions, entry) = outcome else { return false }
+        perform(actions, for: key, reply: entry.reply)
+        return actions.contains { $0.sent != nil }
+    }
+
+    /// Matches an ACK to the INVITE server transaction it acknowledges (same branch, §17.2.3).
+    func acknowledge(_ ack: SIPMessage, at now: ContinuousClock.Instant) -> AckMatch {
+        guard let key = Self.key(of: ack, as: "INVITE") else { return .forTransactionUser }
+        let outcome: ([InviteServerTransaction.Action], Entry)? = entries.withLock { entries in
+            guard var entry = entries[key], case .invite(var transaction) = entry.machine,
+                transaction.state == .completed || transaction.state == .confirmed
+            else { return nil }
+            let actions = transaction.ackReceived(at: now)
+            entry.machine = .invite(transaction)
+            entries[key] = entry
+            return (actions, entry)
+        }
+        guard let (actions, entry) = outcome else { return .forTransactionUser }
+        perform(actions, for: key, reply: entry.reply)
+        return .absorbed
+    }
+
+    /// A CANCEL that matched an INVITE server transaction: answer it 200 with ``toTag``, the To
+    /// tag of the INVITE's response (§9.2).
+    struct CancelMatch: Hashable, Sendable {
+        var toTag: String?
+    }
+
+    /// Matches a CANCEL to the INVITE server transaction it cancels (§9.2) and answers that
+    /// INVITE `487` when it is still Proceeding. nil when nothing matched: answer the CANCEL 481.
+    func cancel(_ cancel: SIPMessage, at now: ContinuousClock.Instant) -> CancelMatch? {
+        guard let key = Self.key(of: cancel, as: "INVITE") else { return nil }
+        let outcome: ([InviteServerTransaction.Action], Entry, String?)? = entries.withLock { entries in
+            guard var entry = entries[key], case .invite(var transaction) = entry.machine, !transaction.isTerminated
+            else { return nil }
+            let actions = transaction.cancelled(fallbackTag: randomToken(), at: now)
+            entry.machine = .invite(transaction)
+            entries[key] = entry
+            return (actions, entry, transaction.toTag)
+        }
+        guard let (actions, entry, toTag) = outcome else { return nil }
+        perform(actions, for: key, reply: entry.reply)
+        return CancelMatch(toTag: toTag)
     }
 
     /// Drops a transaction whose request was never delivered, so a retransmission is new.
@@ -68,19 +171,72 @@ final class ServerTransactionTable: Sendable {
     /// Transactions held, finished ones included until they are swept (for tests).
     var count: Int { entries.withLock { $0.count } }
 
-    /// The matching key: the RFC 3261 branch when it has the magic cookie; otherwise (RFC 2543
-    /// peers) Call-ID, CSeq and From tag stand in for it.
+    /// The INVITE transaction's state, if one is held under `key` (for tests and the call layer).
+    func inviteState(_ key: Key) -> InviteServerTransaction.State? {
+        entries.withLock { entries in
+            guard case .invite(let transaction) = entries[key]?.machine else { return nil }
+            return transaction.state
+        }
+    }
+
+    /// Sends, arms (a sleep on ``clock`` per timer) and forgets as an INVITE transaction says.
+    private func perform(
+        _ actions: [InviteServerTransaction.Action], for key: Key, reply: @Sendable (SIPMessage) -> Void
+    ) {
+        for action in actions {
+            switch action {
+            case .send(let response): reply(response)
+            case .arm(let timer, let deadline):
+                let clock = self.clock
+                Task { [weak self] in
+                    guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+                    self?.fire(timer, for: key)
+                }
+            case .ackTimedOut: break
+            case .terminated: forget(key)
+            }
+        }
+    }
+
+    private func fire(_ timer: InviteServerTransaction.Timer, for key: Key) {
+        let now = clock.now
+        let outcome: ([InviteServerTransaction.Action], Entry)? = entries.withLock { entries in
+            guard var entry = entries[key], case .invite(var transaction) = entry.machine else { return nil }
+            let actions = transaction.timerFired(timer, at: now)
+            entry.machine = .invite(transaction)
+            entries[key] = entry
+            return (actions, entry)
+        }
+        guard let (actions, entry) = outcome else { return }
+        perform(actions, for: key, reply: entry.reply)
+    }
+
+    /// The matching key of a request other than ACK (nil for an ACK: it opens nothing).
     static func key(of request: SIPMessage) -> Key? {
-        guard let method = request.method?.uppercased(), method != "ACK",
-            let via = request.headers.listValues("Via").first
-        else { return nil }
+        guard let method = request.method?.uppercased(), method != "ACK" else { return nil }
+        return key(of: request, as: method)
+    }
+
+    /// The matching key of `request` as if its method were `method` (an ACK or CANCEL looks up
+    /// its INVITE): the RFC 3261 branch when it has the magic cookie; otherwise (RFC 2543 peers)
+    /// Call-ID, CSeq number and From tag stand in for it.
+    static func key(of request: SIPMessage, as method: String) -> Key? {
+        guard let via = request.headers.listValues("Via").first else { return nil }
         let sentBy = String(via.split(separator: ";", maxSplits: 1)[0]).trimmingSIPWhitespace()
         if let branch = request.topViaBranch, branch.hasPrefix("z9hG4bK") {
             return Key(branch: branch, sentBy: sentBy, method: method)
         }
         let fromTag = request.headers["From"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] } ?? ""
-        let legacy = "\(request.headers["Call-ID"] ?? "")|\(request.headers["CSeq"] ?? "")|\(fromTag)"
+        let number = request.cseq.map { "\($0.number)" } ?? (request.headers["CSeq"] ?? "")
+        let legacy = "\(request.headers["Call-ID"] ?? "")|\(number) \(method)|\(fromTag)"
         return Key(branch: legacy, sentBy: sentBy, method: method)
+    }
+}
+
+extension InviteServerTransaction.Action {
+    /// The response a `send` action carries.
+    fileprivate var sent: SIPMessage? {
+        if case .send(let response) = self { response } else { nil }
     }
 }
 
@@ -89,16 +245,17 @@ final class ServerTransactionTable: Sendable {
 struct ServerTransaction: Sendable {
     let key: ServerTransactionTable.Key
     let table: ServerTransactionTable
-    let reply: @Sendable (SIPMessage) -> Void
 
-    /// Sends `response` unless a final response was sent already.
+    /// Sends `response` unless a final response was sent already (an INVITE transaction in
+    /// Accepted also passes the TU's retransmitted 2xx).
     func respond(_ response: SIPMessage, at now: ContinuousClock.Instant) {
-        if table.respond(key, with: response, at: now) { reply(response) }
+        table.respond(key, with: response, at: now)
     }
 }
 
-/// An inbound request with the server transaction that answers it, in arrival order.
+/// An inbound request with the server transaction that answers it, in arrival order. An ACK
+/// for a 2xx has none (it is answered by nothing, §17.2.1): the dialog layer takes it.
 struct InboundRequest: Sendable {
     let message: SIPMessage
-    let transaction: ServerTransaction
+    let transaction: ServerTransaction?
 }

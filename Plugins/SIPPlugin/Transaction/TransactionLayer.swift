@@ -5,6 +5,11 @@ internal import ResilienceCore
 /// transaction, a request to its server transaction; only the first copy of a request goes on,
 /// into the agent's ordered inbound stream with the transaction that answers it.
 ///
+/// An ACK for a non-2xx final is absorbed by its INVITE transaction; an ACK for a 2xx enters the
+/// stream without a transaction (for the dialog). A CANCEL that matches an INVITE transaction is
+/// answered 200 at once (the INVITE 487 by its transaction, §9.2) and still enters the stream so
+/// the call layer sees it; one that matches none is answered by the agent (481).
+///
 /// Invariants: requests enter the stream in arrival order; a retransmitted request is answered
 /// from its transaction and never enters the stream; a request the stream cannot take (the agent
 /// is 64 requests behind) is forgotten, so its retransmission is treated as new; strays and
@@ -26,9 +31,20 @@ struct TransactionLayer: Sendable {
             }
             return
         }
-        guard message.method?.uppercased() != "ACK" else { return }
+        let method = message.method?.uppercased()
+        if method == "ACK" {
+            if servers.acknowledge(message, at: now) == .forTransactionUser {
+                if case .dropped = inbound.yield(InboundRequest(message: message, transaction: nil)) {
+                    log.log(.warning, "sip.inbound-overflow", metadata: Self.describe(message))
+                }
+            }
+            return
+        }
         switch servers.receive(message, reliable: reliable, at: now, reply: reply) {
         case .new(let transaction):
+            if method == "CANCEL", let match = servers.cancel(message, at: now) {
+                transaction.respond(message.makeResponse(status: 200, reason: "OK", toTag: match.toTag), at: now)
+            }
             if case .dropped = inbound.yield(InboundRequest(message: message, transaction: transaction)) {
                 servers.forget(transaction.key)
                 log.log(.warning, "sip.inbound-overflow", metadata: Self.describe(message))

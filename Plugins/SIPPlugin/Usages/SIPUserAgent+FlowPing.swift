@@ -9,11 +9,22 @@ extension SIPUserAgent {
     ///
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
-    /// - Throws: a non-retryable ``PluginError`` when the flow is dead (no answer in time, port
+    /// - Throws: a non-retryable `PluginError` when the flow is dead (no answer in time, port
     ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
+    ///
+    /// A ping proves only the flow the registration was bound through: when the flow is another
+    /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
+    /// while the registrar may hold a binding, this registers through it instead, so a lost flow
+    /// always ends with the account bound on the new one.
     public func sendFlowPing(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
+        let mayBeBound = registration.granted != nil || registration.outcomeUnknown
+        if mayBeBound, registration.registeredFlow !== flow {
+            logger.notice("sip.flow-ping-registers", metadata: ["reason": "flow not registered"])
+            try await register(path: path)
+            return
+        }
         let answered: Bool
         switch flow.kind {
         case .tcp: answered = try await pingStream(flow)

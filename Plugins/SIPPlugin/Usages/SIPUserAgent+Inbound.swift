@@ -17,7 +17,7 @@ extension SIPUserAgent {
     func handle(inbound request: InboundRequest) {
         let transaction = request.transaction
         let clock = self.clock
-        let reply: @Sendable (SIPMessage) -> Void = { transaction.respond($0, at: clock.now) }
+        let reply: @Sendable (SIPMessage) -> Void = { transaction?.respond($0, at: clock.now) }
         if request.message.method?.uppercased() == "NOTIFY" {
             received(request: request.message, reply: reply)
         } else if let answer = Self.immediateAnswer(to: request.message) {

@@ -19,6 +19,9 @@ struct RegistrationState {
     var outcomeUnknown = false
     /// The registrar's `Flow-Timer` (RFC 5626 §5.4) from the last 2xx, in seconds.
     var flowTimer: Int?
+    /// The flow the last 2xx to a REGISTER came through. A keep-alive proves only this flow:
+    /// on any other (opened since, after a loss) the registration is re-established instead.
+    var registeredFlow: SIPTransport?
 
     init(expires: Int) { self.expires = expires }
 }
@@ -70,7 +73,7 @@ extension SIPUserAgent {
 
     /// Registers (or refreshes) the Contact for the current path. When the address changed, the
     /// same REGISTER removes the old binding (`expires=0`).
-    /// - Throws: ``PluginError``: `retryAfter` for 503 with Retry-After, permanent for 4xx other
+    /// - Throws: `PluginError`: `retryAfter` for 503 with Retry-After, permanent for 4xx other
     ///   than 408/423/480, permanent for rejected credentials.
     public func register(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
@@ -92,6 +95,7 @@ extension SIPUserAgent {
             switch response.status ?? 0 {
             case 200..<300:
                 registration.outcomeUnknown = false
+                registration.registeredFlow = flow
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
                 registration.flowTimer = response.flowTimer
                 registration.staleContacts.removeAll()
@@ -141,6 +145,7 @@ extension SIPUserAgent {
         registration.contact = nil
         registration.granted = nil
         registration.flowTimer = nil
+        registration.registeredFlow = nil
         registration.staleContacts.removeAll()
         logger.info("sip.unregistered")
     }
@@ -155,7 +160,9 @@ extension SIPUserAgent {
         request.headers.add("CSeq", "0 REGISTER")
         for contact in contacts { request.headers.add("Contact", contact) }
         if let expires { request.headers.add("Expires", "\(expires)") }
-        request.headers.add("Supported", account.instanceID == nil ? "path" : "path, outbound")
+        // RFC 5626 outbound needs a reg-id; an instance alone (kept across restarts) only
+        // identifies the device, so the registrar replaces its binding.
+        request.headers.add("Supported", account.regID == nil ? "path" : "path, outbound")
         request.headers.add("User-Agent", "NetResilience")
         return try await exchange(request, uri: uri, over: flow) {
             registration.cseq += 1

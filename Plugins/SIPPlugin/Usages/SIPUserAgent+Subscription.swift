@@ -6,38 +6,55 @@ extension SIPUserAgent {
         subscriptions[service]?.status ?? SubscriptionStatus()
     }
 
-    /// Creates or refreshes a subscription (RFC 6665). A refresh answered with 481 recreates the
-    /// dialog once; a notifier that terminated it with `rejected`/`noresource`/`invariant` makes
-    /// this throw a permanent error until the plugin is reconfigured.
+    /// Creates or refreshes a subscription (RFC 6665). On a flow no REGISTER has gone through yet
+    /// while the account may be bound, it throws a retryable error instead of sending (the
+    /// registrar sees the REGISTER first). A refresh answered with 481 recreates the
+    /// dialog once; so does the first SUBSCRIBE after the subscription's flow was lost (the
+    /// notifier may have lost it too). After a terminating NOTIFY (RFC 6665 §4.1.3) it opens a
+    /// new dialog, first waiting once as the NOTIFY asked (at once, after the clamped
+    /// `retry-after`, or after the executor's backoff); a notifier that ended it with `rejected`/`noresource`/`invariant` makes this throw a
+    /// permanent error until the plugin is reconfigured.
     public func subscribe(_ target: SubscriptionTarget, service: ServiceID, path: NetworkPath) async throws {
-        let flow = try await flow(for: path)
-        var state =
-            subscriptions[service]
-            ?? SubscriptionState(target: target, resource: target.resource ?? account.addressOfRecord)
-        if case .terminated(let reason, let resubscribe) = state.status.state {
-            guard resubscribe else {
-                throw PluginError.permanent("subscription to \(target.package.sipEvent) ended: \(reason)")
+        let resource = subscriptions[service]?.resource ?? target.resource ?? account.addressOfRecord
+        if var state = subscriptions[service] {
+            if case .terminated(let reason, let resubscribe) = state.status.state, state.status.state != .unsubscribed {
+                guard resubscribe else {
+                    throw PluginError.permanent("subscription to \(target.package.sipEvent) ended: \(reason)")
+                }
+                if let wait = state.resubscribeWait {
+                    state.resubscribeWait = nil
+                    subscriptions[service] = state
+                    let asked =
+                        if case .seconds(let seconds) = wait { Duration.seconds(seconds) } else { nil as Duration? }
+                    throw PluginError(
+                        "subscription to \(target.package.sipEvent) ended: \(reason); waiting", retryAfter: asked)
+                }
             }
-            state = SubscriptionState(target: target, resource: state.resource)
+            if state.needsRecreation || state.status.state != .active && state.status.state != .pending {
+                openSubscription(target, service: service, resource: resource)
+            }
+        } else {
+            openSubscription(target, service: service, resource: resource)
         }
-        subscriptions[service] = state
+        let flow = try await flow(for: path)
+        // A flow opened since the last REGISTER (the old one was lost) carries no binding yet: the
+        // registrar must see the REGISTER first, whichever decision asked for this SUBSCRIBE.
+        if registration.granted != nil || registration.outcomeUnknown, registration.registeredFlow !== flow {
+            throw PluginError("SUBSCRIBE \(target.package.sipEvent) waits for the REGISTER on the new flow")
+        }
         for _ in 0..<3 {
-            let response = try await sendSubscribe(service: service, expires: state.expires, over: flow)
+            guard let expires = subscriptions[service]?.expires else { throw CancellationError() }
+            let response = try await sendSubscribe(service: service, expires: expires, over: flow)
             guard var current = subscriptions[service] else { throw CancellationError() }
             let status = response.status ?? 0
             switch status {
             case 200..<300:
-                if current.toTag == nil {
-                    current.toTag = response.headers["To"].flatMap {
-                        SIPParameters.parse(afterFirstSemicolon: $0)["tag"]
-                    }
-                }
-                if let contact = response.headers.listValues("Contact").first {
-                    current.remoteTarget = extractURI(contact)
-                }
-                if !response.headers.values("Record-Route").isEmpty {
-                    current.routeSet = response.headers.listValues("Record-Route").reversed()
-                }
+                let toTag = response.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+                current.dialogID =
+                    dialogs.modify(current.dialogID) { dialog in
+                        if let toTag { dialog.confirm(remoteTag: toTag) }
+                        dialog.update(fromResponse: response)
+                    } ?? current.dialogID
                 current.status.expires = response.expires ?? current.expires
                 if current.status.state == .none { current.status.state = .pending }
                 subscriptions[service] = current
@@ -46,13 +63,11 @@ extension SIPUserAgent {
                 return
             case 481 where current.inDialog:
                 logger.notice("sip.subscription-recreated", metadata: ["service": "\(service)"])
-                state = SubscriptionState(target: target, resource: current.resource)
-                subscriptions[service] = state
+                openSubscription(target, service: service, resource: current.resource)
             case 423:
                 guard let minimum = response.minExpires, minimum > current.expires
                 else { throw PluginError.permanent("423 without a usable Min-Expires") }
                 current.expires = minimum
-                state = current
                 subscriptions[service] = current
             default:
                 throw Self.failure(response, "SUBSCRIBE \(target.package.sipEvent)")
@@ -61,72 +76,59 @@ extension SIPUserAgent {
         throw PluginError("SUBSCRIBE \(target.package.sipEvent): no 2xx after recreating")
     }
 
+    /// Replaces the service's subscription with a new one in a new, unconfirmed dialog (the old
+    /// dialog and its forks leave the table, so their NOTIFYs are answered 481).
+    private func openSubscription(_ target: SubscriptionTarget, service: ServiceID, resource: String) {
+        dialogs.removeAll(ownedBy: service)
+        let dialog = Dialog(callID: randomToken(), localTag: randomToken(), isSecure: resource.hasPrefix("sips:"))
+        // A full table (a hostile peer cannot fill it: only this agent inserts) still sends.
+        dialogs.insert(dialog, owner: service)
+        var state = SubscriptionState(target: target, resource: resource, dialogID: dialog.id)
+        state.expires = subscriptions[service]?.expires ?? target.expires
+        subscriptions[service] = state
+    }
+
     /// Ends a subscription with `Expires: 0` (no-op when none is established).
     public func unsubscribe(service: ServiceID, path: NetworkPath) async throws {
         guard let state = subscriptions[service], state.inDialog else {
+            if let state = subscriptions[service] { dialogs.remove(state.dialogID) }
             subscriptions[service] = nil
             return
         }
         let flow = try await flow(for: path)
         let response = try await sendSubscribe(service: service, expires: 0, over: flow)
-        // Keep the dialog identifiers so the notifier's final NOTIFY is answered 200, not 481.
-        subscriptions[service]?.status.state = .terminated(reason: "unsubscribed", resubscribe: true)
+        // Keep the dialog so the notifier's final NOTIFY is answered 200, not 481.
+        subscriptions[service]?.status.state = .unsubscribed
         guard let status = response.status, (200..<300).contains(status) || status == 481 else {
             throw Self.failure(response, "SUBSCRIBE (unsubscribe)")
         }
     }
 
+    /// The subscriptions' flow was lost: each established one is recreated by its next SUBSCRIBE.
+    func subscriptionsLostTheirFlow() {
+        for (service, state) in subscriptions where state.inDialog { subscriptions[service]?.needsRecreation = true }
+    }
+
     private func sendSubscribe(service: ServiceID, expires: Int, over flow: SIPTransport) async throws -> SIPMessage {
-        guard let state = subscriptions[service] else { throw CancellationError() }
-        let uri = state.remoteTarget ?? state.resource
+        guard let state = subscriptions[service], let dialog = dialogs[state.dialogID] else {
+            throw CancellationError()
+        }
+        let uri = dialog.remoteTarget ?? state.resource
         var request = SIPMessage.request("SUBSCRIBE", uri: uri)
-        for route in state.routeSet { request.headers.add("Route", route) }
-        request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(state.fromTag)")
-        request.headers.add("To", "<\(state.resource)>" + (state.toTag.map { ";tag=\($0)" } ?? ""))
-        request.headers.add("Call-ID", state.callID)
+        for route in dialog.routeSet { request.headers.add("Route", route) }
+        request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(dialog.localTag)")
+        request.headers.add("To", "<\(state.resource)>" + (dialog.remoteTag.map { ";tag=\($0)" } ?? ""))
+        request.headers.add("Call-ID", dialog.callID)
         request.headers.add("CSeq", "0 SUBSCRIBE")
         request.headers.add("Contact", "<\(contactURI(on: flow))>")
         request.headers.add("Event", state.target.package.sipEvent)
         request.headers.add("Accept", state.target.package.acceptedBody)
         request.headers.add("Expires", "\(expires)")
+        let id = state.dialogID
         return try await exchange(request, uri: uri, over: flow) {
-            subscriptions[service]?.cseq += 1
-            return subscriptions[service]?.cseq ?? 1
+            var cseq: UInt32 = 1
+            dialogs.modify(id) { cseq = $0.nextLocalCSeq() }
+            return cseq
         }
-    }
-
-    /// Handles an incoming request the transport could not answer on its own (NOTIFY).
-    func received(request: SIPMessage, reply: @Sendable (SIPMessage) -> Void) {
-        guard request.method?.uppercased() == "NOTIFY" else { return }
-        let callID = request.headers["Call-ID"]
-        let ourTag = request.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
-        guard let match = subscriptions.first(where: { $0.value.callID == callID && $0.value.fromTag == ourTag }) else {
-            reply(request.makeResponse(status: 481, reason: "Subscription Does Not Exist"))
-            return
-        }
-        let service = match.key
-        var state = match.value
-        reply(request.makeResponse(status: 200, reason: "OK"))
-        if state.toTag == nil {
-            state.toTag = request.headers["From"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
-        }
-        if let contact = request.headers.listValues("Contact").first { state.remoteTarget = extractURI(contact) }
-        let (subscriptionState, expires, retryAfter) = SubscriptionStatus.State.parse(
-            request.headers["Subscription-State"] ?? "active")
-        state.status.state = subscriptionState
-        state.status.expires = expires ?? state.status.expires
-        state.status.retryAfter = retryAfter
-        state.status.notifyCount += 1
-        state.status.lastBody = request.body
-        if case .terminated(let reason, _) = subscriptionState {
-            logger.notice(
-                "sip.subscription-terminated",
-                metadata: ["service": "\(service)", "reason": "\(LogText.escaped(reason, limit: 64))"])
-            state.toTag = nil
-            state.remoteTarget = nil
-            state.routeSet = []
-        }
-        subscriptions[service] = state
-        eventContinuation.yield(.notify(service: service, status: state.status))
     }
 }

@@ -1,5 +1,3 @@
-public import ResilienceCore
-
 extension WatchRecord {
     /// The record of a path transition; `seq` counts transitions from 1.
     public init(_ transition: PathTransition, seq: UInt64) {

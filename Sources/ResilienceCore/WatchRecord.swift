@@ -1,8 +1,8 @@
-public import ResilienceCore
-
 /// One line of `netres watch` output, from a transition or a raw event, with stable fields.
 ///
-/// JSON Lines always carry every key (null when it does not apply), so consumers can rely on
+/// The words (``words``) are the one rendering of a transition: `netres watch`, `netres run`'s
+/// log and `PathTransition.description` all print them. JSON Lines (the daemon's
+/// `json(clock:)`) always carry every key (null when it does not apply), so consumers can rely on
 /// the schema: ts, mono_ns, seq, kind, event, iface, ifindex, from, to, reason, addresses,
 /// synthesized, downtime_ms.
 public struct WatchRecord: Equatable, Sendable {
@@ -24,28 +24,31 @@ public struct WatchRecord: Equatable, Sendable {
     public var synthesized: Bool
     public var downtimeMilliseconds: Int64?
 
-    /// The JSON Lines form.
-    public func json(clock: WallClock) -> String {
-        JSONObject([
-            ("ts", .string(clock.rfc3339(at))),
-            ("mono_ns", .int(clock.monotonicNanoseconds(at))),
-            ("seq", .int(Int64(seq))),
-            ("kind", .string(kind.rawValue)),
-            ("event", .string(event)),
-            ("iface", iface.map(JSONValue.string) ?? .null),
-            ("ifindex", ifindex.map { .int(Int64($0)) } ?? .null),
-            ("from", from.map(JSONValue.string) ?? .null),
-            ("to", to.map(JSONValue.string) ?? .null),
-            ("reason", reason.map(JSONValue.string) ?? .null),
-            ("addresses", .array(addresses.map(JSONValue.string))),
-            ("synthesized", .bool(synthesized)),
-            ("downtime_ms", downtimeMilliseconds.map(JSONValue.int) ?? .null),
-        ]).rendered
+    public init(
+        at: ContinuousClock.Instant, seq: UInt64, kind: Kind, event: String, iface: String?, ifindex: Int32?,
+        from: String?, to: String?, reason: String?, addresses: [String], synthesized: Bool,
+        downtimeMilliseconds: Int64?
+    ) {
+        self.at = at
+        self.seq = seq
+        self.kind = kind
+        self.event = event
+        self.iface = iface
+        self.ifindex = ifindex
+        self.from = from
+        self.to = to
+        self.reason = reason
+        self.addresses = addresses
+        self.synthesized = synthesized
+        self.downtimeMilliseconds = downtimeMilliseconds
     }
 
     /// The human form: timestamp, what happened, and the facts that explain it.
-    public func human(clock: WallClock) -> String {
-        var words = [clock.rfc3339(at), kind == .event ? "  event #\(seq) \(event)" : event.padding(9)]
+    public func human(clock: WallClock) -> String { clock.rfc3339(at) + " " + words }
+
+    /// What happened and the facts that explain it, without the timestamp.
+    public var words: String {
+        var words = [kind == .event ? "  event #\(seq) \(event)" : event.padding(9)]
         if let iface { words.append(ifindex.map { "\(iface)#\($0)" } ?? iface) }
         if let from, let to {
             words.append("\(from) -> \(to)")
@@ -68,5 +71,19 @@ public struct WatchRecord: Equatable, Sendable {
 extension String {
     fileprivate func padding(_ width: Int) -> String {
         count >= width ? self : self + String(repeating: " ", count: width - count)
+    }
+}
+
+extension PathTransition: CustomStringConvertible {
+    /// One line, the words `netres watch` prints after the timestamp:
+    /// `lost      eth0#3 satisfied -> unsatisfied (no-carrier)`.
+    public var description: String { WatchRecord(self, seq: 0).words.trimmingTrailingSpaces() }
+}
+
+extension String {
+    fileprivate func trimmingTrailingSpaces() -> String {
+        var text = self
+        while text.last == " " { text.removeLast() }
+        return text
     }
 }

@@ -1,0 +1,85 @@
+import Metrics
+public import Prometheus
+import ResilienceCore
+public import ResilienceRuntime
+import Synchronization
+
+/// The metrics `netres run` exports, recorded into a Prometheus registry through swift-metrics.
+///
+/// The executor records its own (``factory`` is handed to the manager): `netres_actions`
+/// by `plugin`, `kind` and `outcome`, and the `netres_action_latency` / `netres_action_duration`
+/// histograms. ``observe(_:)`` adds, from the manager's event stream:
+/// - `netres_transitions` by `kind` (initial, lost, restored, changed): the monitor's path
+///   transitions;
+/// - `netres_path_downtime` (histogram): how long the path was gone, per restore;
+/// - `netres_recovery` (histogram): from a restore or change to each registration's first
+///   successful register or refresh after it: how long a SIP service stayed down because of the network;
+/// - `netres_registrations` by `outcome`: the SIP plugin's register and refresh attempts;
+/// - `netres_flows_lost`: services whose flow the SIP plugin reported lost.
+///
+/// Names are swift-metrics labels with dots, written with underscores for Prometheus.
+public final class DaemonMetrics: Sendable {
+    public let registry: PrometheusCollectorRegistry
+    public let factory: PrometheusMetricsFactory
+    private let recovering = Mutex<[ServiceID: ContinuousClock.Instant]>([:])
+
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.nameAndLabelSanitizer = { name, labels in
+            (String(name.map { $0 == "." || $0 == "-" ? "_" : $0 }), labels)
+        }
+        let long: [Duration] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .milliseconds(Int64($0 * 1000)) }
+        factory.durationHistogramBuckets = ["netres.recovery": long, "netres.path.downtime": long]
+        self.registry = registry
+        self.factory = factory
+        // Served from the start, empty: an operator sees the histograms before the first recovery.
+        _ = timer("netres.recovery")
+        _ = timer("netres.path.downtime")
+    }
+
+    /// Counts what one manager event says; call for every event, in order.
+    public func observe(_ event: ResilienceEvent) {
+        switch event {
+        case .transition(let transition):
+            let kind: String
+            switch transition.kind {
+            case .initial: kind = "initial"
+            case .lost: kind = "lost"
+            case .restored(let downtime):
+                kind = "restored"
+                timer("netres.path.downtime").recordNanoseconds(downtime.nanosecondsValue)
+            case .changed: kind = "changed"
+            }
+            counter("netres.transitions", [("kind", kind)]).increment()
+        case .decision(.network(.restored), _, let actions, let at),
+            .decision(.network(.changed), _, let actions, let at):
+            let registering = actions.filter { $0.kind == .register || $0.kind == .refreshRegistration }
+            recovering.withLock { pending in
+                for action in registering where pending[action.service] == nil { pending[action.service] = at }
+            }
+        case .decision(.flowLost(let ids), _, _, _):
+            counter("netres.flows.lost", []).increment(by: ids.count)
+        case .action(let action) where action.action.kind == .register || action.action.kind == .refreshRegistration:
+            guard action.outcome != .started else { return }
+            counter("netres.registrations", [("outcome", action.outcome.label)]).increment()
+            guard action.outcome == .succeeded else { return }
+            if let since = recovering.withLock({ $0.removeValue(forKey: action.action.service) }) {
+                timer("netres.recovery").recordNanoseconds((action.at - since).nanosecondsValue)
+            }
+        default:
+            break
+        }
+    }
+
+    /// The Prometheus text exposition of everything recorded.
+    public func exposition() -> [UInt8] { registry.emitToBuffer() }
+
+    private func counter(_ label: String, _ dimensions: [(String, String)]) -> Metrics.Counter {
+        Counter(label: label, dimensions: dimensions, factory: factory)
+    }
+
+    private func timer(_ label: String) -> Metrics.Timer {
+        Metrics.Timer(label: label, dimensions: [], factory: factory)
+    }
+}

@@ -1,0 +1,100 @@
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+public import ServiceLifecycle
+import Synchronization
+
+/// Serves ``DaemonMetrics`` over HTTP/1.1: `GET /metrics` answers the Prometheus text format,
+/// anything else 404. Every response closes its connection.
+///
+/// Invariants: it listens only where ``MetricsConfig`` says (loopback by default); a request
+/// head larger than NIO's default limit is refused by the HTTP decoder; it stops listening on
+/// graceful shutdown. ``port`` is the bound port once ``run()`` has bound (port 0 picks one).
+public final class MetricsEndpoint: Service, Sendable {
+    let config: MetricsConfig
+    let metrics: DaemonMetrics
+    let logger: Logger
+    private struct Bound {
+        var published = false
+        var port: Int?
+        var waiters: [CheckedContinuation<Int?, Never>] = []
+    }
+    private let bound = Mutex(Bound())
+
+    public init(config: MetricsConfig, metrics: DaemonMetrics, logger: Logger) {
+        self.config = config
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// The bound port, once listening; nil when binding failed.
+    public func port() async -> Int? {
+        await withCheckedContinuation { continuation in
+            let published: Int?? = bound.withLock { state in
+                if state.published { return .some(state.port) }
+                state.waiters.append(continuation)
+                return .none
+            }
+            if let published { continuation.resume(returning: published) }
+        }
+    }
+
+    public func run() async throws {
+        let metrics = self.metrics
+        let channel: any Channel
+        do {
+            channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try channel.pipeline.syncOperations.addHandler(MetricsHandler(metrics: metrics))
+                    }
+                }
+                .bind(host: config.address, port: config.port).get()
+        } catch {
+            logger.error("metrics endpoint cannot listen", metadata: ["address": "\(config.address):\(config.port)"])
+            publish(nil)
+            throw error
+        }
+        let port = channel.localAddress?.port
+        publish(port)
+        logger.info("metrics endpoint listening", metadata: ["url": "http://\(config.address):\(port ?? 0)/metrics"])
+        try? await gracefulShutdown()
+        try? await channel.close()
+    }
+
+    private func publish(_ port: Int?) {
+        let waiters = bound.withLock { state in
+            (state.published, state.port) = (true, port)
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
+    }
+}
+
+private final class MetricsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+    let metrics: DaemonMetrics
+
+    init(metrics: DaemonMetrics) { self.metrics = metrics }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case .head(let head) = unwrapInboundIn(data) else { return }
+        let found = head.method == .GET && (head.uri == "/metrics" || head.uri.hasPrefix("/metrics?"))
+        let body = found ? metrics.exposition() : Array("not found\n".utf8)
+        var headers = HTTPHeaders()
+        headers.add(name: "content-type", value: found ? "text/plain; version=0.0.4" : "text/plain")
+        headers.add(name: "content-length", value: "\(body.count)")
+        headers.add(name: "connection", value: "close")
+        let status: HTTPResponseStatus = found ? .ok : .notFound
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+    }
+}

@@ -1,0 +1,69 @@
+import Glibc
+import ResilienceCore
+public import ResilienceRules
+
+/// Route-flap damping (RFC 2439) as a pure value: flaps in, "suppressed or not" out, time passed in.
+///
+/// Invariants, for a policy with a positive penalty and half-life:
+/// - The penalty at any instant is the sum of the penalties of past flaps, each halved every
+///   `halfLife` since it happened, capped at the ceiling `reuseThreshold × 2^(maximumSuppression / halfLife)`.
+/// - Suppression starts when a flap brings the penalty to `suppressThreshold` or above, and ends
+///   the first time it is asked about at or after ``reuseInstant``, when the penalty has decayed
+///   below `reuseThreshold`; so it never lasts longer than `maximumSuppression` after the last flap.
+/// - Below the threshold nothing is suppressed: with the default policy one flap or two act at once.
+/// - ``FlapDampingPolicy/off`` (penalty 0) never suppresses.
+public struct FlapDamping: Sendable, Hashable {
+    public let policy: FlapDampingPolicy
+    /// The penalty as of ``lastFlap``.
+    private var penaltyAtLastFlap: Double = 0
+    /// When the last flap happened; nil before the first.
+    public private(set) var lastFlap: ContinuousClock.Instant?
+    private var suppressing = false
+    /// Flaps recorded so far.
+    public private(set) var flaps = 0
+
+    public init(policy: FlapDampingPolicy) {
+        self.policy = policy
+    }
+
+    /// The decayed penalty at `now`.
+    public func penalty(at now: ContinuousClock.Instant) -> Double {
+        guard let lastFlap, penaltyAtLastFlap > 0 else { return 0 }
+        let halfLife = policy.halfLife.secondsValue
+        guard halfLife > 0 else { return 0 }
+        let elapsed = max(0, (now - lastFlap).secondsValue)
+        return penaltyAtLastFlap * exp2(-elapsed / halfLife)
+    }
+
+    /// Records one flap at `now` and returns whether actions are suppressed after it.
+    public mutating func recordFlap(at now: ContinuousClock.Instant) -> Bool {
+        flaps += 1
+        guard policy.penalty > 0, policy.halfLife > .zero else { return false }
+        penaltyAtLastFlap = min(penalty(at: now) + policy.penalty, ceiling)
+        lastFlap = now
+        if penaltyAtLastFlap >= policy.suppressThreshold { suppressing = true }
+        return isSuppressed(at: now)
+    }
+
+    /// Whether actions are suppressed at `now`; ends the suppression once the penalty decayed
+    /// below the reuse threshold.
+    public mutating func isSuppressed(at now: ContinuousClock.Instant) -> Bool {
+        if suppressing, penalty(at: now) < policy.reuseThreshold { suppressing = false }
+        return suppressing
+    }
+
+    /// When the suppression ends if no flap comes before; nil when nothing is suppressed.
+    public var reuseInstant: ContinuousClock.Instant? {
+        guard suppressing, let lastFlap else { return nil }
+        let reuse = max(policy.reuseThreshold, .leastNonzeroMagnitude)
+        let halvings = max(0, log2(penaltyAtLastFlap / reuse))
+        let wait = Duration.seconds(policy.halfLife.secondsValue * halvings) + .milliseconds(1)
+        return lastFlap.adding(clamped: min(wait, policy.maximumSuppression + .milliseconds(1)))
+    }
+
+    /// The highest penalty: the one that takes `maximumSuppression` to decay to the reuse threshold.
+    private var ceiling: Double {
+        let halvings = policy.maximumSuppression.secondsValue / max(policy.halfLife.secondsValue, 1e-9)
+        return policy.reuseThreshold * exp2(min(halvings, 60))
+    }
+}

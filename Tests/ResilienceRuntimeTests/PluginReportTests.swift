@@ -1,0 +1,117 @@
+import ResilienceCore
+import ResilienceRules
+import ResilienceRuntime
+import ResilienceTesting
+import ServiceLifecycle
+import Testing
+
+/// A plugin's reports applied by a manager running the default policy, as an embedding app
+/// would run it: no code of the app's own between the plugin and the refresh timer.
+@Suite(.timeLimit(.minutes(1)))
+struct PluginReportTests {
+    let clock = ManualClock()
+    let source: ScriptedNetworkSource
+    let sip = RecordingPlugin(id: "sip")
+    static let registration = ClientService(id: "a.registration", kind: .registration, account: "a")
+    static let subscriptions = [
+        ClientService(id: "a.subscription.reg", kind: .subscription(.reg), account: "a"),
+        ClientService(id: "a.subscription.message-summary", kind: .subscription(.messageSummary), account: "a"),
+    ]
+
+    init() { source = ScriptedNetworkSource(clock: clock) }
+
+    func start(_ services: [ClientService]) async throws -> (
+        ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
+    ) {
+        let manager = ResilienceManager(
+            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11), logger: quiet)
+        for service in services { await manager.register(service) }
+        let events = EventRecorder.recording(manager.events())
+        let group = ServiceGroup(services: [manager], logger: quiet)
+        let run = Task { try await group.run() }
+        let started = try await events.wait { $0.contains { $0.decision?.trigger == .started } }
+        let count = started.compactMap(\.decision).first { $0.trigger == .started }?.actions.count ?? 0
+        try await events.wait { items in items.compactMap(\.action).filter(\.isSucceeded).count >= count }
+        return (manager, events, group, run)
+    }
+
+    /// Polls (bounded, yielding) until the manager applied a report; the manager gives no event for it.
+    func waitUntil(_ manager: ResilienceManager, _ condition: @escaping (ResilienceStatus) -> Bool) async -> Bool {
+        for _ in 0..<10_000 {
+            if condition(await manager.status()) { return true }
+            await Task.yield()
+        }
+        return false
+    }
+
+    @Test func aReportedExpiryMovesTheNextRefresh() async throws {
+        let granted = ClientService(
+            id: Self.registration.id, kind: .registration, account: "a", expires: clock.now + .seconds(3600))
+        let (manager, events, group, run) = try await start([granted])
+        let margin = Policy.default.refreshMargin
+        #expect(await manager.status().nextWakeUp == granted.expires! - margin)
+
+        // The registrar granted less on the next REGISTER: the plugin says so, nothing else does.
+        var shorter = granted
+        shorter.expires = clock.now + .seconds(600)
+        sip.report(.serviceChanged(shorter))
+        #expect(await waitUntil(manager) { $0.nextWakeUp == shorter.expires! - margin })
+        #expect(await manager.status().services.first?.expires == shorter.expires)
+
+        clock.advance(to: shorter.expires! - margin)
+        let refresh = try await events.wait(where: {
+            $0.action?.action.kind == .refreshRegistration && $0.action?.isSucceeded == true
+        })
+        #expect(refresh.first?.action?.action.trigger == .refreshDue([Self.registration.id]))
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func aLostFlowIsOneBatchRegistrationFirstEachOnce() async throws {
+        let services = [Self.registration] + Self.subscriptions
+        let (_, events, group, run) = try await start(services)
+        let before = sip.starts.count
+        // Gated once (the teardown's unregister must not wait on the manual clock).
+        sip.program([.gate, .succeed], for: Self.registration.id)
+        // The subscriptions are reported in their own report too: one flow, one batch.
+        sip.reportFlowLoss(Self.subscriptions.map(\.id).reversed() + [Self.registration.id])
+        sip.reportFlowLoss(Self.subscriptions.map(\.id))
+        await sip.waitForStarts(count: before + 1)
+        // The registration runs alone: the subscriptions wait for it.
+        #expect(sip.starts.dropFirst(before).map(\.action.kind) == [.register])
+        sip.release(Self.registration.id)
+        try await events.wait(
+            count: 3, where: { $0.action?.isSucceeded == true && $0.action?.action.trigger.name == "flow.lost" })
+        let attempts = sip.starts.dropFirst(before).map(\.action)
+        #expect(attempts.first?.service == Self.registration.id)
+        #expect(Set(attempts.dropFirst().map(\.service)) == Set(Self.subscriptions.map(\.id)))
+        #expect(attempts.count == 3, "each service once: \(attempts.map(\.service))")
+        let decisions = events.recorded.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }
+        #expect(decisions.count == 1, "decided as \(decisions.count) batches")
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    @Test func aPingNeverSupersedesARegisterWaitingForItsRetry() async throws {
+        let (manager, events, group, run) = try await start([Self.registration])
+        sip.program([.fail(PluginError("503", retryAfter: .seconds(5))), .succeed], for: Self.registration.id)
+        sip.reportFlowLoss([Self.registration.id])
+        try await events.wait(where: { $0.action?.isRetrying == true })
+        // Flow pings fall due (every ~1 s) while the register waits for its Retry-After.
+        sip.report(
+            .serviceChanged(
+                ClientService(
+                    id: Self.registration.id, kind: .registration, account: "a", flowPingInterval: .seconds(1))))
+        #expect(await waitUntil(manager) { $0.nextWakeUp != nil })
+        clock.advance(by: .seconds(1))
+        try await events.wait(where: { $0.action?.action.kind == .pingFlow && $0.action?.outcome == .superseded })
+        clock.advance(by: .seconds(5))
+        let registered = try await events.wait(where: {
+            $0.action?.action.kind == .register && $0.action?.isSucceeded == true
+        })
+        #expect(registered.count == 1)
+        #expect(!events.recorded.contains { $0.action?.action.kind == .register && $0.action?.outcome == .superseded })
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+}
