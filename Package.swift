@@ -98,7 +98,8 @@ let package = Package(
             name: "ResilienceDaemon",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "SIPPlugin", "ResilienceHooks", .product(name: "Yams", package: "Yams"), log, lifecycle, metrics,
+                "SIPPlugin", "ResilienceHooks", "ResilienceOutput", .product(name: "Yams", package: "Yams"), log,
+                lifecycle, metrics,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -107,6 +108,11 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // What `netres watch`, `status` and `run` print: WatchRecord and log-line formats and the project's
+        // one JSON writer. Package access only, so the CLI's watch/status need not link the daemon.
+        .target(
+            name: "ResilienceOutput", dependencies: ["ResilienceCore", "ResilienceRuntime"],
+            swiftSettings: strictSettings),
         // Hook scripts run on path transitions.
         .target(
             name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", log],
@@ -115,7 +121,7 @@ let package = Package(
             name: "ResilienceCLI",
             dependencies: [
                 "ResilienceCore", "ResilienceRules", "ResiliencePolicyFile", "ResilienceRuntime", "NetlinkMonitor",
-                "ResilienceDaemon", "ResilienceHooks",
+                "ResilienceDaemon", "ResilienceHooks", "ResilienceOutput",
                 log, lifecycle, .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
@@ -167,8 +173,8 @@ let package = Package(
         .testTarget(
             name: "ResilienceDaemonTests",
             dependencies: [
-                "ResilienceDaemon", "ResilienceCore", "ResiliencePolicyFile", "ResilienceRuntime", "SIPPlugin",
-                "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
+                "ResilienceDaemon", "ResilienceCore", "ResilienceOutput", "ResiliencePolicyFile", "ResilienceRuntime",
+                "SIPPlugin", "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ResilienceOutput
 import ResiliencePolicyFile
 
 extension ResilienceCommand {
@@ -20,39 +21,14 @@ extension ResilienceCommand.Policy {
     }
 
     /// Pretty, key-sorted JSON of a value, as one string.
-    static func json(_ value: some Encodable) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// The JSON shape of a ``PolicyFileError``.
-    struct ErrorReport: Encodable {
-        var valid = false
-        var error: Body
-
-        struct Body: Encodable {
-            var code: String
-            var file: String
-            var line: Int
-            var column: Int
-            var message: String
-            var expected: String
-            var hint: String?
-        }
-
-        init(_ e: PolicyFileError) {
-            error = Body(
-                code: e.code.rawValue, file: e.file, line: e.line, column: e.column, message: e.message,
-                expected: e.expected, hint: e.hint)
-        }
+    static func json(_ value: JSONValue) -> String {
+        value.sortingKeys().prettyRendered
     }
 
     /// Prints a policy-file error (human or JSON) and returns the failure exit code.
     static func report(_ error: PolicyFileError, json asJSON: Bool) -> ExitCode {
         if asJSON {
-            print(json(ErrorReport(error)))
+            print(json(error.jsonReport))
         } else {
             printError(error.description)
         }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ResilienceOutput
 import ResiliencePolicyFile
 import ResilienceRules
 
@@ -16,12 +17,20 @@ extension ResilienceCommand.Policy {
         @Flag(help: "Print the result as JSON.")
         var json = false
 
-        struct Summary: Encodable {
+        struct Summary {
             var valid = true
             var file: String
             var levels: Int
             var rules: Int
             var services: Int
+
+            var json: JSONValue {
+                .object(
+                    JSONObject([
+                        ("valid", .bool(valid)), ("file", .string(file)), ("levels", .int(Int64(levels))),
+                        ("rules", .int(Int64(rules))), ("services", .int(Int64(services))),
+                    ]))
+            }
         }
 
         func run() throws {
@@ -35,7 +44,7 @@ extension ResilienceCommand.Policy {
                 file: file, levels: document.policy.levels.count, rules: document.policy.rules.count,
                 services: document.services.count)
             if json {
-                print(ResilienceCommand.Policy.json(summary))
+                print(ResilienceCommand.Policy.json(summary.json))
             } else {
                 print("\(file): valid (\(summary.levels) level rows, \(summary.rules) rules)")
             }

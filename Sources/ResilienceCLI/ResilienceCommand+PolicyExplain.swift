@@ -1,5 +1,6 @@
 import ArgumentParser
 import ResilienceCore
+import ResilienceOutput
 import ResiliencePolicyFile
 import ResilienceRules
 
@@ -55,7 +56,7 @@ extension ResilienceCommand.Policy {
             }
             let explanation = PolicyExplainer.explain(
                 policy: document.policy, state: appState, trigger: resolved, services: services, at: now)
-            print(json ? ResilienceCommand.Policy.json(explanation) : Self.render(explanation, policy: policy))
+            print(json ? ResilienceCommand.Policy.json(explanation.json) : Self.render(explanation, policy: policy))
         }
 
         private func usage(_ option: String, _ value: String, among names: [String]) -> any Error {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import NetlinkMonitor
 import ResilienceCore
-import ResilienceDaemon
+import ResilienceOutput
 
 extension ResilienceCommand {
     /// Prints the current path once. Exit status 0 when satisfied, 1 when not.

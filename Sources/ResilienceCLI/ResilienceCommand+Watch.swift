@@ -2,8 +2,8 @@ import ArgumentParser
 import Logging
 import NetlinkMonitor
 import ResilienceCore
-import ResilienceDaemon
 import ResilienceHooks
+import ResilienceOutput
 import ServiceLifecycle
 import UnixSignals
 

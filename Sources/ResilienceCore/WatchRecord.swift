@@ -1,7 +1,7 @@
 /// One line of `netres watch` output, from a transition or a raw event, with stable fields.
 ///
 /// The words (``words``) are the one rendering of a transition: `netres watch`, `netres run`'s
-/// log and `PathTransition.description` all print them. JSON Lines (the daemon's
+/// log and `PathTransition.description` all print them. JSON Lines (ResilienceOutput's
 /// `json(clock:)`) always carry every key (null when it does not apply), so consumers can rely on
 /// the schema: ts, mono_ns, seq, kind, event, iface, ifindex, from, to, reason, addresses,
 /// synthesized, downtime_ms.

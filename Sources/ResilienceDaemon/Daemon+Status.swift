@@ -1,4 +1,5 @@
 import ResilienceCore
+import ResilienceOutput
 import ResilienceRuntime
 import SIPPlugin
 

@@ -3,6 +3,7 @@ import NIOPosix
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
+import ResilienceOutput
 public import ResiliencePolicyFile
 import ResilienceRules
 public import ResilienceRuntime

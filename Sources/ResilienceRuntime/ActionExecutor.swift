@@ -26,8 +26,8 @@ public import ResilienceRules
 ///   (bring-up first, unregister last) cannot deadlock.
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
 ///   the plugin's `Retry-After` when that is longer; a `Retry-After` above the backoff maximum is
-///   capped at it, and no retry comes sooner than ``BackoffPolicy/minimumDelay``. Every retry
-///   instant is computed with ``TimeBounds`` (no outside value can overflow it). While the path is unsatisfied nothing is retried and actions of
+///   capped at it, and no retry comes sooner than `BackoffPolicy.minimumDelay`. Every retry
+///   instant is computed with `TimeBounds` (no outside value can overflow it). While the path is unsatisfied nothing is retried and actions of
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
 /// - Local actions (`ActionKind/isLocal`, or in their plugin's `localActions`) are the
 ///   exception: they start and retry while the path is unsatisfied, and a loss does not cancel them.

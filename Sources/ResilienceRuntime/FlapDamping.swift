@@ -11,7 +11,7 @@ public import ResilienceRules
 ///   the first time it is asked about at or after ``reuseInstant``, when the penalty has decayed
 ///   below `reuseThreshold`; so it never lasts longer than `maximumSuppression` after the last flap.
 /// - Below the threshold nothing is suppressed: with the default policy one flap or two act at once.
-/// - ``FlapDampingPolicy/off`` (penalty 0) never suppresses.
+/// - `FlapDampingPolicy.off` (penalty 0) never suppresses.
 public struct FlapDamping: Sendable, Hashable {
     public let policy: FlapDampingPolicy
     /// The penalty as of ``lastFlap``.

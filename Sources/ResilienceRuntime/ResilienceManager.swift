@@ -36,7 +36,7 @@ public import ServiceLifecycle
 ///   interruption and the network path (availability is derived from it) have one owner, the
 ///   rules engine. Status, the scheduler and the executor read them from there, so ``status()``'s
 ///   path is the one the executor hands plugins and the decisions were made on.
-/// - Flap damping (``FlapDamping``, configured by ``Policy/flapDamping``): every loss of the path
+/// - Flap damping (``FlapDamping``, configured by `Policy.flapDamping`): every loss of the path
 ///   and every app-state change counts as a flap. While suppressed, a return of the path and
 ///   app-state changes are held, not decided (nothing is sent meanwhile: the rules engine and the
 ///   executor still see the path lost and the app in its decided state); when the penalty has

@@ -9,7 +9,7 @@ public import ResilienceCore
 ///   margin): a refresh is never due sooner than half the lifetime granted when its expiry was
 ///   set, nor sooner than `minimumRefreshInterval` after the service's previous refresh; a ping
 ///   interval is never shorter than `minimumPingInterval`. Expiries and intervals are clamped
-///   with ``TimeBounds`` first, so a huge one cannot overflow an instant.
+///   with `TimeBounds` first, so a huge one cannot overflow an instant.
 /// - At most one timer is armed, for the earliest refresh or ping instant; with nothing to refresh
 ///   or ping none is armed, so an idle process has zero wake-ups.
 /// - Away from the foreground, wake-ups are at least `minimumBackgroundInterval` apart, and each

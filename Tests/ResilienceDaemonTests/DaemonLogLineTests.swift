@@ -1,5 +1,5 @@
 import ResilienceCore
-import ResilienceDaemon
+import ResilienceOutput
 import ResilienceRuntime
 import ResilienceTesting
 import Testing

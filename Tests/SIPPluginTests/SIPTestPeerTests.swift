@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @testable import SIPPlugin
@@ -10,14 +11,15 @@ import Testing
 @Suite(.timeLimit(.minutes(1)))
 struct SIPTestPeerTests {
     func makeAgent(
-        port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers()
+        port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),
+        clock: any RuntimeClock = ContinuousClock()
     )
         -> SIPUserAgent
     {
         let account = SIPAccount(
             name: user, registrarHost: "127.0.0.1", registrarPort: port, transport: transport, user: user,
             domain: "127.0.0.1", password: "secret", expires: 300)
-        return SIPUserAgent(account: account, timers: timers, logger: testLogger("peer"))
+        return SIPUserAgent(account: account, timers: timers, logger: testLogger("peer"), clock: clock)
     }
 
     static func ok(_ request: [UInt8], extra: String = "") -> [UInt8] {
@@ -57,7 +59,9 @@ struct SIPTestPeerTests {
 
     @Test func udpRequestsAreRetransmittedWithTheSameBranchAndDoublingIntervals() async throws {
         let peer = try UDPTestPeer()
-        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(50), t2: .milliseconds(400)))
+        let clock = ManualClock()
+        let timers = SIPTimers(t1: .milliseconds(50), t2: .milliseconds(400))
+        let agent = makeAgent(port: peer.port, timers: timers, clock: clock)
         let script = Task {
             await peer.run { peer -> [String?] in
                 var branches: [String?] = []
@@ -68,10 +72,18 @@ struct SIPTestPeerTests {
                 return branches
             }
         }
-        let started = ContinuousClock.now
-        try await agent.register(path: loopbackPath())
-        // The third copy leaves T1 + 2·T1 = 150 ms after the first, and only it is answered.
-        #expect(ContinuousClock.now - started >= .milliseconds(150))
+        let started = clock.now
+        let register = Task { try await agent.register(path: loopbackPath()) }
+        // Timer E twice, each once the driver has armed E and F: the third copy leaves at
+        // T1 + 2·T1 on the transaction's clock, and only it is answered.
+        for _ in 0..<2 {
+            await clock.waitForSleepers(count: 2)
+            clock.advance(to: clock.nextDeadline ?? clock.now)
+        }
+        let (result, hung) = await outcome(of: register)
+        #expect(!hung, "no answer to the third copy")
+        try result.get()
+        #expect(clock.now - started == timers.t1 * 3)
         let branches = await script.value
         #expect(branches.count == 3)
         #expect(Set(branches).count == 1)
@@ -79,25 +91,34 @@ struct SIPTestPeerTests {
         await agent.close()
     }
 
+    /// Timers E and F on a `ManualClock`: the agent sends exactly the copies RFC 3261 gives for
+    /// these timers, then fails retryably at 64·T1 of the clock, whatever the load.
     @Test func silentPeerTimesOutAfter64T1WithARetryableError() async throws {
         let peer = try UDPTestPeer()
-        let agent = makeAgent(port: peer.port, timers: SIPTimers(t1: .milliseconds(10), t2: .milliseconds(200)))
-        let counter = Task {
-            await peer.run { peer -> Int in
-                var count = 0
-                while peer.receive(within: 1.5) != nil { count += 1 }
-                return count
-            }
+        let timers = SIPTimers(t1: .milliseconds(10), t2: .milliseconds(200))
+        // RFC 3261 §17.1.2.2: sent at 0, then again after T1, 2·T1, … (capped at T2) until F at 64·T1.
+        var (expectedSends, sentAt, interval) = (1, Duration.zero, timers.t1)
+        while sentAt + interval < timers.transactionTimeout {
+            (expectedSends, sentAt, interval) = (expectedSends + 1, sentAt + interval, min(interval * 2, timers.t2))
         }
-        let started = ContinuousClock.now
-        await #expect {
-            try await agent.register(path: loopbackPath())
+        let clock = ManualClock()
+        let agent = makeAgent(port: peer.port, timers: timers, clock: clock)
+        let started = clock.now
+        let register = Task { try await agent.register(path: loopbackPath()) }
+        let fired = await NonInviteClientTransactionTests.fireTimers(
+            on: clock, before: started + timers.transactionTimeout)
+        clock.advance(to: started + timers.transactionTimeout)
+        let (result, hung) = await outcome(of: register)
+        #expect(!hung, "timer F did not end the transaction")
+        #expect {
+            try result.get()
         } throws: { error in
             (error as? PluginError)?.isRetryable == true
         }
-        #expect(ContinuousClock.now - started >= .milliseconds(600))
-        let count = await counter.value
-        #expect((5...8).contains(count), "sent \(count) copies")
+        #expect(clock.now - started == timers.transactionTimeout)
+        #expect(fired == expectedSends - 1, "timer E fired \(fired) times")
+        let count = await NonInviteClientTransactionTests.datagrams(at: peer)
+        #expect(count == expectedSends, "sent \(count) copies")
         await agent.close()
     }
 
@@ -138,7 +159,8 @@ struct SIPTestPeerTests {
 extension SIPTestPeerTests {
     @Test func brokenStreamFramingClosesTheConnectionAndTheNextRequestReconnects() async throws {
         let peer = try TCPTestPeer()
-        let agent = makeAgent(port: peer.port, transport: .tcp)
+        let clock = ManualClock()
+        let agent = makeAgent(port: peer.port, transport: .tcp, clock: clock)
         let script = Task {
             await peer.run { peer -> Int in
                 guard let first = peer.accept(within: 5) else { return 0 }
@@ -153,9 +175,11 @@ extension SIPTestPeerTests {
                 return 2
             }
         }
-        let started = ContinuousClock.now
+        let started = clock.now
+        // The timers' clock never moves: failing at all means the closed flow ended the
+        // transaction, not timer F.
         await #expect(throws: PluginError.self) { try await agent.register(path: loopbackPath()) }
-        #expect(ContinuousClock.now - started < .seconds(10), "a closed flow fails at once, not after 64×T1")
+        #expect(clock.now == started, "a closed flow fails at once, not after 64×T1")
         try await agent.register(path: loopbackPath())
         #expect(await script.value == 2)
         #expect(await agent.registrationStatus.contact?.hasSuffix(";transport=tcp") == true)
@@ -199,16 +223,22 @@ extension SIPTestPeerTests {
 }
 
 extension SIPTestPeerTests {
+    /// The timers run on a `ManualClock` that never moves, so no timer can end the REGISTER:
+    /// only the cancellation can (without it this test hangs until the suite's time limit).
     @Test func cancellingAnActionEndsItPromptlyWithCancellationError() async throws {
         let peer = try UDPTestPeer()
-        let agent = makeAgent(port: peer.port)
+        let clock = ManualClock()
+        let agent = makeAgent(port: peer.port, clock: clock)
         let attempt = Task { try await agent.register(path: loopbackPath()) }
         let silent = await peer.run { peer in peer.receive(within: 5) != nil }
         #expect(silent)
-        let started = ContinuousClock.now
+        await clock.waitForSleepers(count: 2)  // timers E and F armed: the transaction waits
+        let started = clock.now
         attempt.cancel()
-        await #expect(throws: CancellationError.self) { try await attempt.value }
-        #expect(ContinuousClock.now - started < .seconds(2))
+        let (result, hung) = await outcome(of: attempt)
+        #expect(!hung, "the cancellation did not end the action")
+        #expect(throws: CancellationError.self) { try result.get() }
+        #expect(clock.now == started, "ended by the cancellation, not by a timer")
         await agent.close()
     }
 }

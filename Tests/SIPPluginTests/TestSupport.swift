@@ -43,6 +43,23 @@ func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) asyn
     return try condition()
 }
 
+/// Awaits `task` under a hang guard: once `seconds` of real time pass (generous: a guard against
+/// hanging the run, never a bound on speed) the guard cancels the task and says so, so a test
+/// whose behaviour is missing fails instead of waiting forever on a clock nobody moves.
+func outcome<T: Sendable>(
+    of task: Task<T, any Error>, hangGuard seconds: Double = 30
+) async -> (result: Result<T, any Error>, guardFired: Bool) {
+    let fired = Mutex(false)
+    let guardTask = Task {
+        try await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        fired.withLock { $0 = true }
+        task.cancel()
+    }
+    defer { guardTask.cancel() }
+    let result = await task.result
+    return (result, fired.withLock { $0 })
+}
+
 /// What an agent reported through `onFlowLost`, in order.
 final class LossRecorder: Sendable {
     private let reports = Mutex<[[ServiceID]]>([])

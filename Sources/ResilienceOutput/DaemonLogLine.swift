@@ -1,5 +1,5 @@
-public import ResilienceCore
-public import ResilienceRuntime
+package import ResilienceCore
+package import ResilienceRuntime
 
 /// Renders one ``ResilienceEvent`` as one log line of `netres run`.
 ///
@@ -7,17 +7,17 @@ public import ResilienceRuntime
 /// has the stable JSON keys ts, mono_ns, kind (app|decision|flap|damping|action), event, epoch, service,
 /// action, attempt, outcome, error, actions — null or empty when they do not apply.
 /// Invariant: nothing here can carry a password; lines hold names, states and plugin errors.
-public struct DaemonLogLine: Sendable {
-    public let clock: WallClock
-    public let json: Bool
+package struct DaemonLogLine: Sendable {
+    package let clock: WallClock
+    package let json: Bool
     private var transitions: UInt64 = 0
 
-    public init(clock: WallClock = WallClock(), json: Bool) {
+    package init(clock: WallClock = WallClock(), json: Bool) {
         self.clock = clock
         self.json = json
     }
 
-    public mutating func render(_ event: ResilienceEvent, at now: ContinuousClock.Instant = .now) -> String {
+    package mutating func render(_ event: ResilienceEvent, at now: ContinuousClock.Instant = .now) -> String {
         guard var line = ResilienceEventLine(event) else {
             guard case .transition(let transition) = event else { return "" }
             transitions += 1

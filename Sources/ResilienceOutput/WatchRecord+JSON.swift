@@ -1,8 +1,8 @@
-public import ResilienceCore
+package import ResilienceCore
 
 extension WatchRecord {
     /// The JSON Lines form.
-    public func json(clock: WallClock) -> String {
+    package func json(clock: WallClock) -> String {
         JSONObject([
             ("ts", .string(clock.rfc3339(at))),
             ("mono_ns", .int(clock.monotonicNanoseconds(at))),
