@@ -30,6 +30,9 @@ struct PacingWindowTests {
         window.start(at: t0)
         #expect(window.decide(at: t0 + .milliseconds(4)) == .wait(until: t0 + .milliseconds(10)))
         #expect(window.decide(at: t0 + .milliseconds(10)) == .start)
+        // Nothing in flight: the last one was answered, the next goes at once.
+        window.finish(.answered)
+        #expect(window.decide(at: t0 + .milliseconds(4)) == .start)
     }
 
     @Test(arguments: [(0, 1), (-5, 1), (1_000_000, 100_000)])

@@ -3,7 +3,9 @@
 ///
 /// A pure value (time is a parameter): ``RegistrarPacer`` performs its decisions. Invariants:
 /// - at most `Int(window)` transactions are in flight, and `1 ≤ window ≤ maximumWindow`;
-/// - two starts are at least `1 / ceiling` seconds apart;
+/// - while a transaction is in flight, two starts are at least `1 / ceiling` seconds apart (with
+///   none in flight the last one was answered already, so the next starts at once: a burst is
+///   what the ceiling bounds, and a clock that stands still in a test never holds a lone request);
 /// - an answer without a retransmission adds one to the window (so after a flap the window
 ///   opens as fast as the registrar answers: it is clocked by its responses); an answer that
 ///   needed a retransmission, or none at all, halves it: the registrar (or its socket buffer)
@@ -48,7 +50,7 @@ public struct PacingWindow: Hashable, Sendable {
 
     public func decide(at now: ContinuousClock.Instant) -> Decision {
         guard inFlight < Int(window) else { return .full }
-        if let last = lastStart, last + spacing > now { return .wait(until: last + spacing) }
+        if inFlight > 0, let last = lastStart, last + spacing > now { return .wait(until: last + spacing) }
         return .start
     }
 
