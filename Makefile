@@ -1,19 +1,23 @@
 # The two commands a new machine needs (see README.md):
 #   make run    install libnl, build, and watch the network (`netres watch`)
 #   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build, test,
+#               then run each fuzz target for FUZZ_CI_SECONDS (Fuzz/README.md),
 #               and build the DocC documentation with warnings as errors
+#   make fuzz   run each fuzz target for FUZZ_SECONDS (default 300)
 # Operators:
 #   make install        netres in $(PREFIX)/bin, its man page and bash/zsh/fish completions
 #   make install-docs   only the man page and completions (`man netres` works after it)
 SWIFT ?= swift
-FORMAT_PATHS = Package.swift Sources Plugins Tests Benchmarks
+FORMAT_PATHS = Package.swift Sources Plugins Tests Benchmarks Fuzz
+FUZZ_SECONDS ?= 300
+FUZZ_CI_SECONDS ?= 20
 PREFIX ?= /usr/local
 DESTDIR ?=
 # Every public module; a broken symbol link or a stale example fails `make docs`.
 DOC_TARGETS = ResilienceCore ResilienceRules ResiliencePolicyFile ResilienceRuntime ResilienceTesting \
 	NetlinkMonitor SIPPlugin HTTPGate
 
-.PHONY: run test deps-run deps-test deps-install build lint docs bench install install-docs clean
+.PHONY: run test deps-run deps-test deps-install build lint docs bench fuzz install install-docs clean
 
 run: deps-run
 	$(SWIFT) build -c release --product netres
@@ -22,6 +26,7 @@ run: deps-run
 test: deps-test lint
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
 	$(MAKE) docs
 
 docs:
@@ -44,6 +49,9 @@ bench: deps-test
 	$(SWIFT) build -c release --product netres
 	$(SWIFT) build -c release --product netres-bench
 	.build/release/netres-bench $(ARGS)
+
+fuzz: deps-run
+	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_SECONDS) $(TARGETS)
 
 install: deps-install
 	$(SWIFT) build -c release --product netres
@@ -70,4 +78,4 @@ deps-install:
 	scripts/install-deps.sh install
 
 clean:
-	rm -rf .build
+	rm -rf .build .build-fuzz

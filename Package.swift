@@ -33,6 +33,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // `swift package generate-documentation`: DocC for every public module, checked in `make test`.
@@ -85,6 +86,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOTLS", package: "swift-nio"),
             ],
             path: "Plugins/SIPPlugin",
             swiftSettings: strictSettings
@@ -115,7 +118,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // Hook scripts run on path transitions.
         .target(
-            name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", log],
+            name: "ResilienceHooks", dependencies: ["ResilienceCore", "ChildProcesses", "CProcessControl", log],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "ResilienceCLI",
@@ -138,6 +141,8 @@ let package = Package(
         ),
         // posix_spawn without a shell: hook scripts, and tests and benchmarks that drive real processes.
         .target(name: "ChildProcesses", swiftSettings: strictSettings),
+        // prctl(PR_SET_CHILD_SUBREAPER) and pipe2(O_CLOEXEC), which Swift's Glibc module lacks.
+        .target(name: "CProcessControl"),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",
@@ -159,7 +164,10 @@ let package = Package(
         ),
         .testTarget(
             name: "FaultInjectionTests",
-            dependencies: ["ChildProcesses", "NetlinkMonitor", "ResilienceCore", "ResilienceTesting", log],
+            // ResilienceDaemon: ControlClient opens the idle control connections of the crowd test.
+            dependencies: [
+                "ChildProcesses", "NetlinkMonitor", "ResilienceCore", "ResilienceDaemon", "ResilienceTesting", log,
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -173,7 +181,8 @@ let package = Package(
         .testTarget(
             name: "ResilienceDaemonTests",
             dependencies: [
-                "ResilienceDaemon", "ResilienceCore", "ResilienceOutput", "ResiliencePolicyFile", "ResilienceRuntime",
+                "ChildProcesses", "ResilienceDaemon", "ResilienceCore", "ResilienceOutput", "ResiliencePolicyFile",
+                "ResilienceRuntime",
                 "SIPPlugin", "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -205,3 +214,39 @@ let package = Package(
         ),
     ]
 )
+
+// libFuzzer targets (Fuzz/README.md). They exist only when NETRES_FUZZER_LIBRARY names libFuzzer's
+// runtime without `main` (libclang_rt.fuzzer_no_main-ARCH.a; `scripts/fuzz.sh` finds it and builds
+// in .build-fuzz), so the ordinary build and `swift test` never see them. Then this package's own
+// modules are compiled with `-sanitize=fuzzer` (coverage for libFuzzer), and each target's
+// `main.swift` hands its test function to libFuzzer's driver through CFuzzerDriver. Linking
+// `-sanitize=fuzzer` instead would force in libFuzzer's `main`, which clashes with SwiftPM's.
+if let fuzzerLibrary = Context.environment["NETRES_FUZZER_LIBRARY"], !fuzzerLibrary.isEmpty {
+    for target in package.targets where target.type != .system {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-sanitize=fuzzer"])]
+    }
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzSIPParser", ["SIPPlugin"]),
+        ("FuzzSIPFramer", ["SIPPlugin", .product(name: "NIOCore", package: "swift-nio")]),
+        ("FuzzDigestChallenge", ["SIPPlugin"]),
+        ("FuzzSDP", ["SIPPlugin"]),
+        ("FuzzPolicyFile", ["ResiliencePolicyFile", "FuzzSupport"]),
+        ("FuzzDaemonConfig", ["ResilienceDaemon", "ResiliencePolicyFile", "FuzzSupport"]),
+    ]
+    package.targets.append(.target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"))
+    // Checks more than one target makes.
+    package.targets.append(
+        .target(
+            name: "FuzzSupport", dependencies: ["ResiliencePolicyFile"], path: "Fuzz/FuzzSupport",
+            swiftSettings: strictSettings))
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name, dependencies: ["CFuzzerDriver"] + target.dependencies,
+                path: "Fuzz/\(target.name)", swiftSettings: strictSettings + [.unsafeFlags(["-sanitize=fuzzer"])],
+                // libFuzzer is C++.
+                linkerSettings: [.unsafeFlags(["-Xlinker", fuzzerLibrary]), .linkedLibrary("stdc++")]
+            ))
+        package.products.append(.executable(name: target.name, targets: [target.name]))
+    }
+}

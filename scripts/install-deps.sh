@@ -2,15 +2,16 @@
 # Installs the Debian packages NetResilience needs, refreshing the package lists first.
 #   scripts/install-deps.sh run    what `netres watch` needs (libnl-3, pkg-config)
 #   scripts/install-deps.sh test   plus what the test suites drive for real: iproute2 (namespaces,
-#                                  veth, ifb, netem), Kamailio with presence modules, sipp, tcpdump,
+#                                  veth, ifb, netem), Kamailio with presence and TLS modules, sipp, tcpdump,
+#                                  openssl (test certificates), util-linux (setpriv: a second user),
 #                                  baresip (the peer client of `netres-bench sip-recovery`)
 #   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
-test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules sip-tester tcpdump procps systemd
-    baresip-core)
+test_packages=(iproute2 kmod kamailio kamailio-presence-modules kamailio-utils-modules kamailio-tls-modules sip-tester
+    tcpdump procps systemd baresip-core openssl util-linux)
 
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;

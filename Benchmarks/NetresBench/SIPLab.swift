@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// Two network namespaces joined by a veth pair: the registrar side `nrr-<pid>` (`nrr0`,
@@ -56,7 +57,8 @@ final class SIPLab {
 
     /// Writes the Kamailio config (the SIP tests' template on 198.18.0.1, IPv6 listeners dropped),
     /// starts Kamailio in the registrar namespace and waits (≤ 10 s) for its control socket.
-    func startKamailio() throws {
+    /// With `tls`, its TLS listener (5061) serves that server certificate.
+    func startKamailio(tls: TestCertificates? = nil) throws {
         let template = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("../../Tests/SIPPluginTests/Resources/kamailio.cfg.template").standardized
         let modules = ["/usr/lib/x86_64-linux-gnu/kamailio/modules", "/usr/lib/aarch64-linux-gnu/kamailio/modules"]
@@ -80,6 +82,8 @@ final class SIPLab {
         }
         let path = directory.appendingPathComponent("kamailio.cfg").path
         try config.write(toFile: path, atomically: true, encoding: .utf8)
+        try tls?.kamailioConfig().write(
+            to: directory.appendingPathComponent("tls.cfg"), atomically: true, encoding: .utf8)
         try? FileManager.default.removeItem(atPath: controlSocket)
         try start(
             in: registrarNamespace,
@@ -88,7 +92,7 @@ final class SIPLab {
                 // 256 MB of shared memory: 32 MB runs out near 2,000 bindings (`scale 1000` keeps
                 // sipp's and netres's users bound at once).
                 "-Y", directory.path, "-DD", "-E", "-m", "256", "-M", "8",
-            ], output: kamailioLog)
+            ] + (tls == nil ? [] : ["-A", "WITH_TLS"]), output: kamailioLog)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if FileManager.default.fileExists(atPath: controlSocket) { return }

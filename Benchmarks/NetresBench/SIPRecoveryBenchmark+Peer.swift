@@ -17,7 +17,7 @@ extension SIPRecoveryBenchmark {
     /// `netres` and baresip 1.0 (headless: foreground, modules g711, account, menu, ctrl_tcp) as
     /// user `peer` (unless `peer` is false), both in the client namespace, and waits (≤ 10 s) for
     /// every first binding.
-    func startClients(_ lab: SIPLab, peer: Bool) throws {
+    func startClients(_ lab: SIPLab, peer: Bool, caFile: String? = nil) throws {
         let startedAt = realtimeNow() - 1
         let netres = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("netres").path
@@ -30,11 +30,12 @@ extension SIPRecoveryBenchmark {
         accounts:
           - name: netres
             registrar: \(SIPLab.registrarAddress)
-            port: \(SIPLab.port)
-            transport: udp
+            port: \(transport == "tls" ? 5061 : SIPLab.port)
+            transport: \(transport)
             user: netres
             domain: \(SIPLab.registrarAddress)
             password: secret-netres
+            \(caFile.map { "tls: { ca-file: \($0), server-name: \(Self.tlsServerName) }" } ?? "")
 
         """.write(toFile: netresConfig, atomically: true, encoding: .utf8)
         try lab.start(

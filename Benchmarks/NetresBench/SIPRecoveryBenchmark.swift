@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// SIP recovery time in a two-namespace lab (``SIPLab``): from the request that brings the client
@@ -26,6 +27,10 @@ struct SIPRecoveryBenchmark {
     var capture = false
     /// `netres run --log-level` (its diagnostics on standard error, into the same log); nil: default.
     var netresLogLevel: String?
+    /// The `netres run` account's transport: udp, tcp or tls (then Kamailio's TLS listener with
+    /// ``TestCertificates`` made for the run; a flap keeps the TLS connection, an address change
+    /// needs a new handshake).
+    var transport = "udp"
     var downSeconds: UInt32 = 3
     var peerBound: Double = 30
     var addressChangeBound: Double = 75
@@ -33,12 +38,17 @@ struct SIPRecoveryBenchmark {
     func run() throws {
         let lab = try SIPLab()
         defer { lab.tearDown() }
-        try lab.startKamailio()
+        let certificates =
+            transport == "tls"
+            ? try TestCertificates(
+                folder: lab.directory.path + "/tls", serverName: Self.tlsServerName,
+                serverAddress: SIPLab.registrarAddress, validity: .valid) : nil
+        try lab.startKamailio(tls: certificates)
         let floor = try measureFloor(lab)
         if capture { try startCaptures(lab) }
-        let netres = (user: "netres", name: "NetResilience (`netres run`, hold-down 0)")
+        let netres = (user: "netres", name: "NetResilience (`netres run`, hold-down 0, \(transport.uppercased()))")
         let peer = (user: "peer", name: "baresip 1.0.0 (Debian)")
-        try startClients(lab, peer: peerFlaps != nil)
+        try startClients(lab, peer: peerFlaps != nil, caFile: certificates?.caFile)
         // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
         // gets its own (usually shorter) series of the same flaps after NetResilience's.
         var results = try runFaults(lab, clients: [netres], flaps: flaps)
@@ -70,6 +80,9 @@ struct SIPRecoveryBenchmark {
             in: lab.clientNamespace, ["/usr/sbin/ip", "-ts", "monitor", "link", "address", "route"],
             output: lab.directory.appendingPathComponent("netlink.txt").path)
     }
+
+    /// The name in the run's server certificate, checked by the TLS account.
+    static let tlsServerName = "registrar.test"
 
     // MARK: floor
 

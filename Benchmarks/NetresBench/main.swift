@@ -1,7 +1,7 @@
 // netres-bench: NetResilience's benchmarks. Each prints Markdown for BENCHMARKS.md.
 //   netres-bench netlink [changes] [idle-seconds]   detection latency vs the netlink floor (root)
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
-//   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL]
+//   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]
 //                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench scale N[,N…] [idle=S] [rates=R,R…]   N accounts on one registrar vs sipp and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
@@ -33,7 +33,7 @@ do {
     default:
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
-                + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] | runtime"
+                + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…]"
         )
         exit(64)
@@ -43,7 +43,7 @@ do {
     exit(1)
 }
 
-/// `sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL]`: positional
+/// `sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]`: positional
 /// counts first (`none` leaves baresip out), then options in any order. Address changes are
 /// bounded to 1...100.
 func sipRecoveryBenchmark(arguments: [String]) throws -> SIPRecoveryBenchmark {
@@ -60,6 +60,8 @@ func sipRecoveryBenchmark(arguments: [String]) throws -> SIPRecoveryBenchmark {
             benchmark.addressChanges = count
         } else if option.hasPrefix("gap="), let millis = Double(option.dropFirst(4)), (0...1000).contains(millis) {
             benchmark.addressChangeGap = .microseconds(Int64(millis * 1000))
+        } else if option.hasPrefix("transport="), ["udp", "tcp", "tls"].contains(String(option.dropFirst(10))) {
+            benchmark.transport = String(option.dropFirst(10))
         } else if option.hasPrefix("log=") {
             benchmark.netresLogLevel = String(option.dropFirst(4))
         } else {

@@ -29,13 +29,15 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var publishesPresence: Bool
     /// How often the flow to the registrar gets a ping (see ``flowPingInterval``).
     public var flowPing: FlowPingSetting
+    /// Certificate checks of a `transport: tls` account (ignored otherwise).
+    public var tls: SIPTLSSettings
 
     public init(
         name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
         subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
-        flowPing: FlowPingSetting = .transportDefault
+        flowPing: FlowPingSetting = .transportDefault, tls: SIPTLSSettings = SIPTLSSettings()
     ) {
         self.name = name
         self.registrarHost = registrarHost
@@ -52,6 +54,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
         self.subscriptions = subscriptions
         self.publishesPresence = publishesPresence
         self.flowPing = flowPing
+        self.tls = tls
     }
 
     /// The flow-ping interval this account asks for: the transport's default (UDP 30 s, which

@@ -105,7 +105,7 @@ public actor SIPUserAgent {
             // A flow that died on its own is reported as lost by its close callback, not closed here.
             if stale.isActive {
                 logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
-                await stale.close()
+                await stale.close(graceful: false)
             }
         }
         let task = Task { try await openFlow(local: local, remote: remote) }
@@ -137,10 +137,14 @@ public actor SIPUserAgent {
             reliable: account.transport != .udp)
         do {
             return try await SIPTransport.open(
-                kind: account.transport, localHost: local, remote: remote, log: throttledLog,
+                kind: account.transport, localHost: local, remote: remote, tls: account.tls,
+                serverName: SIPTLS.serverName(account.tls, host: account.registrarHost), log: throttledLog,
                 onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
                 inbound: layer.receive)
+        } catch let failure as SIPTLSFailure {
+            // A certificate or TLS setting that is wrong stays wrong: no retry storm.
+            throw PluginError.permanent("cannot open tls flow from \(local): \(failure)")
         } catch {
             throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
         }
@@ -183,7 +187,7 @@ public actor SIPUserAgent {
             logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
-            await current.close()
+            await current.close(graceful: false)
         }
     }
 

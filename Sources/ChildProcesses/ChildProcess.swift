@@ -33,19 +33,26 @@ public struct ChildProcess: Sendable {
     ///   - input: read as standard input.
     ///   - output: standard output, appended to (created 0644), or truncated when `truncate`;
     ///     nil keeps this process's own.
+    ///   - outputDescriptor: when set, standard output is this descriptor (a pipe's write end,
+    ///     which the caller closes after the spawn) and `output` is ignored.
     ///   - errors: standard error.
     ///   - environment: nil inherits this process's environment; otherwise the child gets exactly
     ///     these variables, plus ``defaultPath`` as `PATH` unless they name one.
     public init(
         _ argv: [String], input: String = "/dev/null", output: String?, errors: Errors = .output,
-        truncate: Bool = false, newProcessGroup: Bool = false, environment: [String: String]? = nil
+        truncate: Bool = false, newProcessGroup: Bool = false, environment: [String: String]? = nil,
+        outputDescriptor: Int32? = nil
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         let mode = O_WRONLY | O_CREAT | (truncate ? O_TRUNC : O_APPEND)
         posix_spawn_file_actions_addopen(&actions, 0, input, O_RDONLY, 0)
-        if let output { posix_spawn_file_actions_addopen(&actions, 1, output, mode, 0o644) }
+        if let outputDescriptor {
+            posix_spawn_file_actions_adddup2(&actions, outputDescriptor, 1)
+        } else if let output {
+            posix_spawn_file_actions_addopen(&actions, 1, output, mode, 0o644)
+        }
         switch errors {
         case .output: posix_spawn_file_actions_adddup2(&actions, 1, 2)
         case .inherited: break

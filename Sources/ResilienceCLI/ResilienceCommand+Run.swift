@@ -1,6 +1,7 @@
 import ArgumentParser
 import Logging
 import ResilienceDaemon
+import ResilienceHooks
 import ServiceLifecycle
 
 #if canImport(Glibc)
@@ -16,7 +17,8 @@ extension ResilienceCommand {
                 Logs every transition, decision and action outcome on standard output, one line each \
                 (JSON Lines with log-format: json). Serves `netres ctl` on the config's control-socket. \
                 SIGTERM or SIGINT unsubscribes and unregisters within a deadline, then exits. Exit status \
-                1 for an invalid config, 2 when netlink or the control socket cannot be opened.
+                1 for an invalid config, 2 when netlink or the control socket cannot be opened or another \
+                netres run already serves the same control socket.
                 """
         )
 
@@ -39,8 +41,14 @@ extension ResilienceCommand {
                 printError("\(error)")
                 throw ExitCode(1)
             }
+            OpenFileLimit.raiseToHard()
+            // Collects what a hook started with setsid; netres run starts no other children.
+            if settings.hooks != nil { ProcessTree.becomeSubreaper() }
             do {
                 try await daemon.start()
+            } catch let error as DaemonError {
+                printError("netres: \(error)")
+                throw ExitCode(2)
             } catch {
                 printError("netres: cannot watch the network through netlink: \(error)")
                 throw ExitCode(2)

@@ -19,7 +19,8 @@ extension ResilienceCommand {
                 addresses, synthesized and downtime_ms. Stops cleanly on SIGINT or SIGTERM.
 
                 With --hooks DIR every executable file of DIR runs (sorted by name, without a shell, one \
-                at a time) on each transition printed, with NETRES_EVENT, NETRES_REASON, NETRES_CHANGE, \
+                at a time; only files and a directory owned by root or this user and writable by no one \
+                else, others are skipped and logged) on each transition printed, with NETRES_EVENT, NETRES_REASON, NETRES_CHANGE, \
                 NETRES_STATUS, NETRES_INTERFACE, NETRES_IFINDEX, NETRES_ADDRESSES, NETRES_DOWNTIME_MS and \
                 NETRES_TIME in its environment. While hooks run, newer transitions replace older waiting ones.
                 """
@@ -44,6 +45,8 @@ extension ResilienceCommand {
                     printError("netres: --hooks \(directory) is not a directory")
                     throw ExitCode(2)
                 }
+                // Collects what a hook started with setsid; netres watch starts no other children.
+                ProcessTree.becomeSubreaper()
                 return HookRunner(directory: directory, timeout: hookTimeout.duration, logger: logger)
             }
             let netlink = try await monitor.startMonitor(logger: logger)

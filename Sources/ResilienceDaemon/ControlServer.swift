@@ -1,76 +1,158 @@
-internal import Foundation
 internal import Glibc
+public import Logging
 import NIOCore
 import NIOPosix
+import ResilienceCore
 public import ServiceLifecycle
+internal import Synchronization
 
 /// The unix stream control socket of `netres run`: one command per line, one reply per command.
 ///
-/// Invariants: the socket file is mode 0600 and its directory, when the server creates it, 0700;
-/// a stale socket file is replaced; the file is removed on shutdown. A line longer than 64 KiB
-/// ends the connection. Graceful shutdown stops accepting and cancels open connections.
+/// Invariants:
+/// - The socket file is mode 0600 (0660 and the configured group's with ``ControlAccess/group``);
+///   the caller holds the ``InstanceLock``, so replacing a stale socket file never takes over a
+///   live daemon's; the file is removed on shutdown.
+/// - Every connection's `SO_PEERCRED` is checked against ``ControlAccess`` before any byte is
+///   read: a refused peer gets one `error: refused` line, is closed and logged; its request never
+///   reaches the handler (logged: the first ten, then one per hundred).
+/// - At most ``Limits/maxConnections`` connections are open: a new one evicts the one idle the
+///   longest, so `ctl` always gets in (logged once per hundred evictions). A connection that sends nothing for ``Limits/idleTimeout``
+///   is closed. A line longer than 64 KiB ends the connection.
+/// - Graceful shutdown stops accepting and cancels open connections.
 public struct ControlServer: Service {
     public typealias Handler = @Sendable (String) async -> String
 
+    /// Bounds on what clients can hold open.
+    public struct Limits: Hashable, Sendable {
+        public var maxConnections: Int
+        public var idleTimeout: Duration
+
+        public init(maxConnections: Int = 64, idleTimeout: Duration = .seconds(30)) {
+            self.maxConnections = max(1, maxConnections)
+            self.idleTimeout = idleTimeout
+        }
+    }
+
     public let path: String
+    public let access: ControlAccess
+    public let limits: Limits
+    let logger: Logger
     let handler: Handler
 
     /// - Parameter handler: turns one request line into its reply (ending in a newline).
-    public init(path: String, handler: @escaping Handler) {
+    public init(
+        path: String, access: ControlAccess = ControlAccess(), limits: Limits = Limits(),
+        logger: Logger = Logger(label: "netres.control"), handler: @escaping Handler
+    ) {
         self.path = path
+        self.access = access
+        self.limits = limits
+        self.logger = logger
         self.handler = handler
     }
+
+    typealias Connection = (channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: ControlAccess.Peer?)
 
     /// Binds the socket (so `ctl` works as soon as this returns) and serves until graceful shutdown.
     public func run() async throws {
         let server = try await bind()
         defer { unlink(path) }
-        do {
-            try await cancelWhenGracefulShutdown {
-                try await withThrowingDiscardingTaskGroup { group in
-                    try await server.executeThenClose { connections in
-                        for try await connection in connections {
-                            group.addTask { try? await serve(connection) }
-                        }
-                    }
-                }
+        let stopping = Atomic<Bool>(false)
+        let stop: @Sendable () -> Void = {
+            stopping.store(true, ordering: .releasing)
+            server.channel.close(promise: nil)
+        }
+        // The accept loop runs in a task of its own, which cancellation never reaches: NIO drops
+        // the connections still buffered in a cancelled stream without finishing them, and traps.
+        // Shutdown and cancellation close the listening socket instead; the loop then closes what
+        // was buffered, ends the open connections and returns.
+        let loop = Task { await acceptLoop(server, stopping: stopping) }
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await loop.value
+            } onGracefulShutdown: {
+                stop()
             }
-        } catch is CancellationError {
-            // Graceful shutdown: stop serving quietly.
+        } onCancel: {
+            stop()
         }
     }
 
-    func bind() async throws -> NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never> {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
-        if !FileManager.default.fileExists(atPath: directory) {
-            guard mkdir(directory, 0o700) == 0 || errno == EEXIST else {
-                throw DaemonError.system("mkdir \(directory)")
-            }
-        }
+    func refusal(of peer: ControlAccess.Peer?) -> String? {
+        guard let peer else { return "the peer's credentials cannot be read" }
+        return access.refusal(of: peer) { ControlAccess.groups(ofUser: peer.uid) }
+    }
+
+    func bind() async throws -> NIOAsyncChannel<Connection, Never> {
+        try InstanceLock.ensureDirectory(of: path)
+        let idle = TimeAmount.nanoseconds(limits.idleTimeout.nanosecondsValue)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                Self.peer(of: channel).flatMapThrowing { peer in
+                    try channel.pipeline.syncOperations.addHandlers(IdleStateHandler(readTimeout: idle), CloseOnIdle())
+                    let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    return (channel: wrapped, peer: peer)
                 }
             }
-        guard chmod(path, 0o600) == 0 else {
+        let mode: mode_t = access.group == nil ? 0o600 : 0o660
+        guard chmod(path, mode) == 0, access.group.map({ chown(path, UInt32.max, $0) == 0 }) ?? true else {
+            let failure = DaemonError.system("chmod/chown \(path)")
             try? await server.channel.close()
-            throw DaemonError.system("chmod \(path)")
+            throw failure
         }
         return server
     }
 
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async throws {
+    /// The connecting process's credentials (`SO_PEERCRED`), or nil when they cannot be read.
+    static func peer(of channel: any Channel) -> EventLoopFuture<ControlAccess.Peer?> {
+        guard let provider = channel as? any SocketOptionProvider else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
+        let credentials: EventLoopFuture<ControlAccess.KernelCredentials> = provider.unsafeGetSocketOption(
+            level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED))
+        return credentials.map { Optional(ControlAccess.Peer(pid: $0.pid, uid: $0.uid, gid: $0.gid)) }
+            .recover { _ in nil }
+    }
+
+    /// Most a refused peer may still send (discarded) before its connection is closed.
+    static let refusedDrain = (bytes: 65536, time: Duration.seconds(1))
+
+    /// Writes the refusal, half-closes, and discards what the peer still sends (bounded by
+    /// ``refusedDrain``) so that closing does not reset the connection before it reads why.
+    func refuse(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, _ why: String) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: "error: refused: \(why)\n"))
+            outbound.finish()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await Task.sleep(for: Self.refusedDrain.time) }
+                group.addTask {
+                    var discarded = 0
+                    for try await chunk in inbound {
+                        discarded += chunk.readableBytes
+                        if discarded > Self.refusedDrain.bytes { return }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    func serve(
+        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, id: Int, table: ConnectionTable
+    ) async throws {
         try await connection.executeThenClose { inbound, outbound in
             var pending = ByteBuffer()
             for try await var chunk in inbound {
+                table.touch(id)
                 pending.writeBuffer(&chunk)
                 while let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
                     let length = newline - pending.readerIndex
                     let line = pending.readString(length: length) ?? ""
                     pending.moveReaderIndex(forwardBy: 1)
                     try await reply(to: line, outbound)
+                    table.touch(id)
                 }
                 guard pending.readableBytes <= 65536 else {
                     try await outbound.write(ByteBuffer(string: "error: line too long\n"))
@@ -86,5 +168,18 @@ public struct ControlServer: Service {
     private func reply(to line: String, _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async throws {
         guard !line.allSatisfy(\.isWhitespace) else { return }
         try await outbound.write(ByteBuffer(string: await handler(line)))
+    }
+}
+
+/// Closes a connection when its ``IdleStateHandler`` reports it idle.
+final class CloseOnIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 }

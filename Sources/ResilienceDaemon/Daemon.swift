@@ -9,6 +9,7 @@ import ResilienceRules
 public import ResilienceRuntime
 public import SIPPlugin
 public import ServiceLifecycle
+internal import Synchronization
 public import UnixSignals
 
 /// `netres run` assembled: network source, SIP plugin, manager, event log and control socket.
@@ -23,6 +24,8 @@ public import UnixSignals
 /// - Passwords live only in the SIP accounts; nothing here renders them.
 /// - An account without a configured `outbound.instance-id` gets the persistent one of the
 ///   ``InstanceStore`` in `state-directory`, so a restart replaces its binding at the registrar.
+/// - ``start()`` takes the config's ``InstanceLock`` first: a second daemon for the same control
+///   socket fails there, before it opens netlink, binds the socket or registers anything.
 /// - With `metrics` configured, every manager event is counted (``DaemonMetrics``) and served on
 ///   `GET /metrics`; the executor records into the same registry.
 /// - Under systemd (`NOTIFY_SOCKET` set) `READY=1` is sent once the first path is known, and with
@@ -54,6 +57,7 @@ public final class Daemon: Sendable {
     let events: AsyncStream<ResilienceEvent>
     let logger: Logger
     let hooks: HookRunner?
+    let lock = Mutex<InstanceLock?>(nil)
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
     public let metrics: DaemonMetrics?
     /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
@@ -120,9 +124,13 @@ public final class Daemon: Sendable {
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
 
-    /// Starts netlink (when the daemon owns the monitor) and registers every service.
-    /// - Throws: the monitor's error when netlink cannot be opened.
+    /// Takes the instance lock, starts netlink (when the daemon owns the monitor) and registers
+    /// every service.
+    /// - Throws: ``DaemonError`` naming the running instance's PID when one holds the lock; the
+    ///   monitor's error when netlink cannot be opened.
     public func start() async throws {
+        let acquired = try InstanceLock.acquire(socket: config.controlSocket)
+        lock.withLock { $0 = acquired }
         try await monitor?.start()
         for service in plugin.services { await manager.register(service) }
     }
@@ -131,6 +139,10 @@ public final class Daemon: Sendable {
     public func stop() async {
         await monitor?.shutdown()
         await hooks?.stop()
+        lock.withLock { held in
+            held?.release()
+            held = nil
+        }
     }
 
     /// The services to run, in start order (shut down in reverse).
@@ -140,7 +152,9 @@ public final class Daemon: Sendable {
         if let systemd, systemd.watchdogInterval != nil {
             services.append(WatchdogPinger(notifier: systemd, manager: manager))
         }
-        services.append(ControlServer(path: config.controlSocket) { await self.handle(line: $0) })
+        services.append(
+            ControlServer(path: config.controlSocket, access: ControlAccess(group: config.controlGroup), logger: logger)
+            { await self.handle(line: $0) })
         services.append(manager)
         return services
     }

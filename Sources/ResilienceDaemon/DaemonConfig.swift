@@ -16,6 +16,9 @@ public struct DaemonConfig: Hashable, Sendable {
     public var logFormat: LogFormat
     /// Unix socket path of the control socket (mode 0600, parent directory created 0700).
     public var controlSocket: String
+    /// Members of this group (its gid, from `control-group: NAME`) may use the control socket
+    /// besides root and the daemon's user; the socket is then mode 0660 and the group's.
+    public var controlGroup: UInt32?
     /// Interface names or globs; empty means every interface counts.
     public var interfaces: [String]
     /// Overrides the policy's hold-down when set.

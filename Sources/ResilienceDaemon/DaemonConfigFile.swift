@@ -46,6 +46,14 @@ public enum DaemonConfigFile {
                             + "more than a unix socket address holds",
                         expected: "a path of at most \(maximumSocketPath) bytes (after resolving it)")
                 }
+            case "control-group":
+                let name = try reader.scalar(value, expected: "a group name")
+                guard let gid = ControlAccess.groupID(named: name) else {
+                    throw reader.fail(
+                        .invalidValue, at: value, "control-group \"\(name)\" is not a group of this system",
+                        expected: "an existing group name (getent group NAME)")
+                }
+                config.controlGroup = gid
             case "interfaces":
                 config.interfaces = try reader.list(value, expected: "interface names or globs") {
                     (node: Node) throws(PolicyFileError) -> String in
@@ -99,8 +107,8 @@ public enum DaemonConfigFile {
     static let maximumSocketPath = 107
 
     static let topKeys = [
-        "log-format", "control-socket", "interfaces", "hold-down", "app-state", "register-rate-ceiling", "policy",
-        "hooks", "metrics", "state-directory", "accounts",
+        "log-format", "control-socket", "control-group", "interfaces", "hold-down", "app-state",
+        "register-rate-ceiling", "policy", "hooks", "metrics", "state-directory", "accounts",
     ]
 
     /// Reads `metrics: { address, port }`; both optional (loopback, 9464).
@@ -154,7 +162,7 @@ struct AccountReader {
 
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
-        "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping",
+        "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping", "tls",
     ]
 
     /// Requested lifetimes: at least a minute (a shorter one is at or near the refresh margin and
@@ -180,7 +188,7 @@ struct AccountReader {
         }
         let name = try text("name")
         var account = SIPAccount(
-            name: name, registrarHost: try text("registrar", SIPGrammar.hostProblem),
+            name: name, registrarHost: try text("registrar") { SIPGrammar.hostProblem(Self.withoutSIPS($0)) },
             user: try text("user", SIPGrammar.userProblem), domain: try text("domain", SIPGrammar.hostProblem),
             password: "")
         var push: PushConfig?
@@ -222,9 +230,11 @@ struct AccountReader {
                 for item in items { account.subscriptions.append(try subscription(item)) }
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
             case "flow-ping": account.flowPing = try flowPing(value)
+            case "tls": account.tls = try tlsSettings(value)
             default: break  // name, registrar, user, domain: read above
             }
         }
+        try applySIPS(to: &account, entries: entries)
         return DaemonAccount(account: account, push: push)
     }
 

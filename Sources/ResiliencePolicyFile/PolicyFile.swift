@@ -49,7 +49,16 @@ public enum PolicyFile {
     }
 
     /// Composes YAML text into a node tree (nil for an empty document), with located syntax errors.
+    ///
+    /// Refuses the line breaks YAML counts but editors and `\n`-based tools do not (a CR without
+    /// LF, NEL, LINE SEPARATOR, PARAGRAPH SEPARATOR): after one, libyaml's line numbers would
+    /// no longer match the file, and every later error would point at the wrong line.
     public static func compose(_ text: String, file: String) throws(PolicyFileError) -> Node? {
+        if let (line, column, name) = firstYAMLOnlyLineBreak(in: text) {
+            throw PolicyFileError(
+                .syntax, file: file, line: line, column: column, message: "\(name) (a line break only YAML counts)",
+                expected: "LF or CRLF line ends", hint: "remove it, or convert the file, e.g. dos2unix -c mac")
+        }
         do {
             return try Yams.compose(yaml: text)
         } catch {
@@ -131,6 +140,29 @@ public enum PolicyFile {
                 return (line, column)
             }
         }
+    }
+
+    /// Line and column (1-based, by `\n` lines and Unicode scalars) and name of the first line break
+    /// that YAML counts but `\n` does not, or nil.
+    static func firstYAMLOnlyLineBreak(in text: String) -> (Int, Int, String)? {
+        var line = 1
+        var column = 1
+        var previousWasCR = false
+        for scalar in text.unicodeScalars {
+            if previousWasCR && scalar != "\n" { return (line, column - 1, "a carriage return without a line feed") }
+            previousWasCR = scalar == "\r"
+            switch scalar {
+            case "\n":
+                line += 1
+                column = 1
+                continue
+            case "\u{85}": return (line, column, "NEXT LINE (U+0085)")
+            case "\u{2028}": return (line, column, "LINE SEPARATOR (U+2028)")
+            case "\u{2029}": return (line, column, "PARAGRAPH SEPARATOR (U+2029)")
+            default: column += 1
+            }
+        }
+        return previousWasCR ? (line, column - 1, "a carriage return without a line feed") : nil
     }
 
     private static func syntaxError(_ error: any Error, text: String, file: String) -> PolicyFileError {

@@ -35,7 +35,14 @@ final class RegistrarLab: @unchecked Sendable {
     var log: String { directory.appendingPathComponent("kamailio.log").path }
     var controlSocket: String { directory.appendingPathComponent("ctl.sock").path }
 
-    init() throws {
+    /// The registrar's TLS listener (198.18.0.1:5061), when the lab has one.
+    let tls: RegistrarTLS?
+
+    /// - Parameter tls: adds a TLS listener on 5061 with a server certificate of that kind, from
+    ///   a CA generated for this lab (see ``RegistrarTLS``).
+    init(tls: RegistrarTLS.ServerCertificate? = nil) throws {
+        let folder = directory.path
+        self.tls = try tls.map { try RegistrarTLS(directory: folder, server: $0) }
         registrar = try NetworkNamespace()
         client = try NetworkNamespace()
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -82,7 +89,7 @@ final class RegistrarLab: @unchecked Sendable {
             [
                 Self.kamailio, "-f", path + "/kamailio.cfg", "-w", path, "-P", path + "/kamailio.pid", "-Y", path,
                 "-DD", "-E", "-m", "32", "-M", "4",
-            ], output: log)
+            ] + (tls == nil ? [] : ["-A", "WITH_TLS"]), output: log)
     }
 
     /// Waits (≤ 10 s, without blocking a thread of the test pool) until Kamailio answers on its
@@ -111,17 +118,18 @@ final class RegistrarLab: @unchecked Sendable {
     }
 
     /// A lab whose registrar is up.
-    static func running() async throws -> RegistrarLab {
-        let lab = try RegistrarLab()
+    static func running(tls: RegistrarTLS.ServerCertificate? = nil) async throws -> RegistrarLab {
+        let lab = try RegistrarLab(tls: tls)
         try await lab.waitForRegistrar()
         return lab
     }
 
     /// A running lab with the `netres run` of `user` started and bound at the registrar (≤ 10 s).
-    static func registered(_ user: String, transport: String = "udp", account: [String] = []) async throws
-        -> RegistrarLab
-    {
-        let lab = try await running()
+    static func registered(
+        _ user: String, transport: String = "udp", account: [String] = [],
+        tls: RegistrarTLS.ServerCertificate? = nil
+    ) async throws -> RegistrarLab {
+        let lab = try await running(tls: tls)
         let pid = try lab.startClient(
             user: user, config: try lab.writeDaemonConfig(user: user, transport: transport, account: account))
         var status: Int32 = 0
@@ -228,8 +236,8 @@ final class RegistrarLab: @unchecked Sendable {
     }
 
     /// Writes a `netres run` config for `user` (password `secret-USER`, hold-down 0, only `nrc0`,
-    /// JSON log, control socket ``controlSocket(of:)``, state directory in the lab's folder) into
-    /// the lab's folder and returns its path.
+    /// JSON log, control socket ``controlSocket(of:)``, state directory in the lab's folder; port
+    /// 5060, left to its 5061 default over TLS) into the lab's folder and returns its path.
     /// `account` holds extra lines of the account (`subscriptions:` ...), indented by 4 spaces.
     func writeDaemonConfig(user: String, transport: String = "udp", account: [String] = []) throws -> String {
         let path = directory.appendingPathComponent("netres-\(user).yaml").path
@@ -243,7 +251,7 @@ final class RegistrarLab: @unchecked Sendable {
         accounts:
           - name: \(user)
             registrar: 198.18.0.1
-            port: 5060
+            \(transport == "tls" ? "# port: 5061 by default" : "port: 5060")
             transport: \(transport)
             user: \(user)
             domain: 198.18.0.1

@@ -135,6 +135,9 @@ final class WatchProcess: Sendable {
         return process.isRunning ? -1 : process.terminationStatus
     }
 
+    /// The pid of `netres` itself (`ip netns exec` execs it in place).
+    var pid: pid_t { process.processIdentifier }
+
     func kill() {
         if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
     }

@@ -71,7 +71,7 @@ struct DaemonConfigFileTests {
         ("no password", account(""), .contradiction, 2, 5, "exactly one"),
         ("unreadable password file", account("password-file: /nonexistent/pw\n"), .unreadable, 6, 20, "cannot read"),
         ("bad duration", "hold-down: 5\naccounts: []\n", .wrongType, 1, 12, "must be a duration"),
-        ("unknown transport", account("password: x\n    transport: tls\n"), .unknownName, 7, 16, "transport"),
+        ("unknown transport", account("password: x\n    transport: tlss\n"), .unknownName, 7, 16, "transport"),
         (
             "unknown package", account("password: x\n    subscriptions: [{ package: presense-others }]\n"),
             .unknownName, 7, 32, "did you mean \"presence-others\"?"
@@ -221,6 +221,17 @@ struct DaemonConfigFileTests {
         let config = try DaemonConfigFile.parse(
             Self.account("password-file: a.password\n"), file: "c.yaml", directory: directory.path)
         #expect(config.accounts.first?.account.password == "from-file-secret")
+    }
+
+    /// Found by FuzzDaemonConfig: after a bare CR (a line break to libyaml, not to an editor) the
+    /// unknown key below was reported at line 4 of a 2-line file.
+    @Test func aBareCarriageReturnIsRejectedOnTheLineAnEditorShows() {
+        #expect {
+            _ = try DaemonConfigFile.parse("hold-down: 2s\r\r\rbogus: 1\n", file: "c.yaml", directory: "/nonexistent")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            return (error.code, error.line, error.column) == (.syntax, 1, 14)
+        }
     }
 
     @Test func theExampleConfigParses() throws {

@@ -181,6 +181,24 @@ struct PolicyFileErrorTests {
         }
     }
 
+    /// Found by the YAML fuzz targets: libyaml counts these as line breaks, so without the check
+    /// an error after one named a line past the end of the file (line 4 of a 3-line file here).
+    @Test(arguments: [("\r", "carriage return"), ("\u{85}", "U+0085"), ("\u{2028}", "U+2028"), ("\u{2029}", "U+2029")])
+    func lineBreaksOnlyYAMLCountsAreRejectedWhereTheyAre(lineBreak: String, name: String) {
+        let text = "version: 1\nhold-down: 2s" + lineBreak + lineBreak + "bogus: 1\n"
+        #expect {
+            _ = try PolicyFile.parse(Array(text.utf8), file: "mac.yaml")
+        } throws: { error in
+            guard let error = error as? PolicyFileError else { return false }
+            #expect(error.code == .syntax && error.message.contains(name), "\(error)")
+            return (error.line, error.column) == (2, 14)
+        }
+    }
+
+    @Test func crlfLineEndsAreStillAccepted() throws {
+        _ = try PolicyFile.parse(Array("version: 1\r\nhold-down: 2s\r\n".utf8), file: "dos.yaml")
+    }
+
     @Test func aMissingFileIsUnreadable() {
         #expect {
             _ = try PolicyFile.load(path: "/nonexistent/policy.yaml")

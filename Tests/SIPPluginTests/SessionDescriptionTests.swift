@@ -20,6 +20,13 @@ struct SessionDescriptionTests {
 
         """
 
+    /// Found by FuzzSDP: `s=` parsed as an empty name, which serialization writes as `s=-`, so the
+    /// description changed on its way back out.
+    @Test func anEmptySessionNameSurvivesSerialization() throws {
+        let sdp = try SessionDescription.parse(Self.offer.replacing("s=call", with: "s="))
+        #expect(try SessionDescription.parse(sdp.serialized()) == sdp)
+    }
+
     @Test func aTypicalOfferParsesIntoItsFields() throws {
         let sdp = try SessionDescription.parse(Self.offer)
         #expect(sdp.origin.sessionID == 2_890_844_526 && sdp.origin.version == 2_890_844_527)

@@ -58,7 +58,8 @@ private struct SDPReader {
             guard value == "0" else { throw SDPError(line: number, field: "v", "version \(escaped(value)), not 0") }
             version = true
         case "o": origin = try Self.origin(value, at: number)
-        case "s": sessionName = String(value.prefix(256))
+        // An empty name is written back as "-" (RFC 8866 §5.3), so read it as that.
+        case "s": sessionName = value.isEmpty ? "-" : String(value.prefix(256))
         case "t":
             let parts = value.split(separator: " ")
             guard parts.count == 2, let start = Self.number(parts[0]), let stop = Self.number(parts[1]) else {

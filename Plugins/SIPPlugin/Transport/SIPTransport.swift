@@ -2,6 +2,7 @@ internal import Glibc
 internal import Logging
 internal import NIOCore
 internal import NIOPosix
+internal import NIOSSL
 internal import ResilienceCore
 internal import Synchronization
 
@@ -9,14 +10,23 @@ internal import Synchronization
 public enum SIPTransportKind: String, Hashable, Sendable, Codable, CaseIterable {
     case udp
     case tcp
+    /// TCP with TLS (RFC 3261 §26, `sips:`); see ``SIPTLSSettings``.
+    case tls
 
     var viaName: String { rawValue.uppercased() }
+
+    /// A byte stream (TCP or TLS): framed, kept alive with CRLF pings, never retransmitted.
+    var isStream: Bool { self != .udp }
+
+    /// The registrar port when none is given: 5061 for TLS, else 5060.
+    public var defaultPort: Int { self == .tls ? 5061 : 5060 }
 }
 
 /// What a transport hands upward: one parsed message and a way to answer on the same flow.
 typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendable (SIPMessage) -> Void) -> Void
 
-/// One flow to the registrar: a UDP socket or a TCP connection bound to one local address.
+/// One flow to the registrar: a UDP socket or a TCP (or TLS over TCP) connection bound to one
+/// local address. A TLS flow is returned only once its handshake verified the registrar.
 ///
 /// Malformed input is logged and dropped (UDP) or closes the connection (TCP, where framing is
 /// lost); the owner opens a new transport on the next request, so nothing wedges.
@@ -52,8 +62,10 @@ final class SIPTransport: Sendable {
     /// Opens a flow bound to `localHost` (port chosen by the kernel) and connected to `remote`.
     /// `onLost` gets the flow when it ends without ``close()``.
     /// `log` takes the warnings a peer can provoke (malformed input), rate-limited.
+    /// - Throws: ``SIPTLSFailure`` when the registrar's certificate is refused (permanent).
     static func open(
-        kind: SIPTransportKind, localHost: String, remote: SocketAddress, log: ThrottledLog,
+        kind: SIPTransportKind, localHost: String, remote: SocketAddress, tls: SIPTLSSettings = SIPTLSSettings(),
+        serverName: String? = nil, log: ThrottledLog,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
@@ -76,16 +88,35 @@ final class SIPTransport: Sendable {
                 try? await channel.close()
                 throw error
             }
-        case .tcp:
-            channel = try await ClientBootstrap(group: group)
-                .connectTimeout(.seconds(5))
-                .bind(to: local)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try addStreamHandlers(to: channel.pipeline.syncOperations, callbacks)
+        case .tcp, .tls:
+            let context = kind == .tls ? try SIPTLS.context(tls) : nil
+            // Created only for TLS, and completed on every path (NIO traps on a leaked promise).
+            let handshake = context.map { _ in group.any().makePromise(of: Void.self) }
+            do {
+                channel = try await ClientBootstrap(group: group)
+                    .connectTimeout(.seconds(5))
+                    .bind(to: local)
+                    .channelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            let pipeline = channel.pipeline.syncOperations
+                            if let context, let handshake {
+                                try pipeline.addHandler(TLSAbortHandler())
+                                try pipeline.addHandler(
+                                    NIOSSLClientHandler(context: context, serverHostname: serverName))
+                                try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
+                            }
+                            try addStreamHandlers(to: pipeline, callbacks)
+                        }
                     }
-                }
-                .connect(to: remote).get()
+                    .connect(to: remote).get()
+            } catch {
+                handshake?.fail(error)
+                throw error
+            }
+            if let handshake {
+                try await SIPTLS.verify(
+                    channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
+            }
         }
         let transport = SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
         channel.closeFuture.whenComplete { [transport] _ in
@@ -102,13 +133,18 @@ final class SIPTransport: Sendable {
         let buffer = channel.allocator.buffer(bytes: bytes)
         switch kind {
         case .udp: try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer))
-        case .tcp: try await channel.writeAndFlush(buffer)
+        case .tcp, .tls: try await channel.writeAndFlush(buffer)
         }
     }
 
     /// Closes the flow on the owner's behalf (address change, shutdown): not a loss.
-    func close() async {
+    /// - Parameter graceful: false for a flow whose local address vanished: a TLS flow then
+    ///   closes its connection at once instead of waiting for a close_notify that cannot come.
+    func close(graceful: Bool = true) async {
         closedByOwner.withLock { $0 = true }
+        if !graceful, kind == .tls {
+            try? await channel.triggerUserOutboundEvent(TLSAbortHandler.Abort()).get()
+        }
         try? await channel.close()
     }
 

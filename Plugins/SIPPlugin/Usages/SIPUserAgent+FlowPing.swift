@@ -27,7 +27,7 @@ extension SIPUserAgent {
         }
         let answered: Bool
         switch flow.kind {
-        case .tcp: answered = try await pingStream(flow)
+        case .tcp, .tls: answered = try await pingStream(flow)
         case .udp: answered = try await pingDatagram(flow)
         }
         guard answered else {

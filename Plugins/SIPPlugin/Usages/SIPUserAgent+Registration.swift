@@ -170,9 +170,9 @@ extension SIPUserAgent {
         }
     }
 
-    /// `sip:user@host:port` of the flow, with `transport=tcp` and RFC 8599 push parameters.
+    /// `sip:user@host:port` of the flow, with `transport=tcp|tls` and RFC 8599 push parameters.
     func contactURI(on flow: SIPTransport) -> String {
-        let transport = flow.kind == .tcp ? ";transport=tcp" : ""
+        let transport = flow.kind.isStream ? ";transport=\(flow.kind.rawValue)" : ""
         return "sip:\(account.user)@\(flow.sentBy)\(transport)\(push?.uriParameters ?? "")"
     }
 

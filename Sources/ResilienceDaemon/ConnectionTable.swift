@@ -1,0 +1,51 @@
+internal import NIOCore
+internal import Synchronization
+
+/// The control socket's open connections and when each last did something.
+///
+/// Invariant: after ``admit(_:cap:)`` at most `cap` connections are listed; when the table was
+/// full, the one with the oldest activity was taken out and is returned for the caller to close.
+final class ConnectionTable: Sendable {
+    private struct Entry {
+        var channel: any Channel
+        var lastActive: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var next = 0
+        var entries: [Int: Entry] = [:]
+        var evictions = 0
+    }
+
+    private let state = Mutex(State())
+
+    /// Lists `channel`; returns its id, the channel evicted to stay within `cap` (if any) and how
+    /// many were evicted so far.
+    func admit(_ channel: any Channel, cap: Int) -> (id: Int, evicted: (any Channel)?, evictions: Int) {
+        state.withLock { state in
+            var evicted: (any Channel)?
+            if state.entries.count >= cap,
+                let oldest = state.entries.min(by: { $0.value.lastActive < $1.value.lastActive })
+            {
+                evicted = oldest.value.channel
+                state.entries[oldest.key] = nil
+                state.evictions += 1
+            }
+            state.next += 1
+            state.entries[state.next] = Entry(channel: channel, lastActive: .now)
+            return (state.next, evicted, state.evictions)
+        }
+    }
+
+    /// Records activity on connection `id`.
+    func touch(_ id: Int) {
+        state.withLock { $0.entries[id]?.lastActive = .now }
+    }
+
+    /// Forgets connection `id` (it has ended).
+    func remove(_ id: Int) {
+        _ = state.withLock { $0.entries.removeValue(forKey: id) }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import ResilienceDaemon
+import Testing
+
+/// The built `netres run` (a TCP account, Kamailio in the lab) while 2,000 idle clients hold its
+/// control socket: `ctl` still answers, the daemon holds no descriptor per client, and its SIP
+/// flow still reconnects (an address change needs a new TCP connection).
+@Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+struct ControlSocketFaultTests {
+    /// The pid of the `netres run` whose command line names `config`.
+    func daemonPID(config: String) -> pid_t? {
+        let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
+        return pids.first { pid in
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { return false }
+            let words = data.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+            return words.contains("run") && words.contains(config) && words.first?.hasSuffix("netres") == true
+        }
+    }
+
+    @Test func twoThousandIdleControlClientsLeaveCtlAnsweringAndTheSIPFlowReconnecting() async throws {
+        let user = "crowd"
+        let lab = try await RegistrarLab.registered(user, transport: "tcp")
+        defer { lab.stop() }
+        let config = lab.directory.appendingPathComponent("netres-\(user).yaml").path
+        let pid = try #require(daemonPID(config: config))
+        OpenFileLimit.raiseToHard()
+        let socket = lab.controlSocket(of: user)
+        let clients = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(
+                    returning: (0..<2000).compactMap { _ in
+                        try? ControlClient.connect(socket: socket, timeoutSeconds: 5)
+                    })
+            }
+        }
+        defer { for fd in clients { close(fd) } }
+        #expect(clients.count == 2000)
+
+        let status = try await lab.run(in: lab.client, [RegistrarLab.netres, "ctl", "--socket", socket, "status"])
+        #expect(status.status == 0 && status.output.contains(user), "netres ctl status: \(status.output)")
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+        #expect(descriptors > 0 && descriptors < 500, "netres holds \(descriptors) descriptors with 2,000 clients")
+
+        try lab.client.batch([
+            "addr add 198.18.0.3/24 dev nrc0", "addr del 198.18.0.2/24 dev nrc0",
+            "route replace default via 198.18.0.1",
+        ])
+        let rebound = await waitUntil(seconds: 5) {
+            lab.lines("REGISTERED", user: user).contains { $0.contact.contains("@198.18.0.3") }
+        }
+        #expect(rebound, "a new TCP flow from the new address: \(lab.lines("REGISTERED", user: user).map(\.contact))")
+    }
+}
