@@ -105,6 +105,7 @@ let package = Package(
                 lifecycle, metrics,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -133,7 +134,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", log,
+                "NetlinkMonitor", "ResilienceDaemon", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
@@ -184,6 +185,7 @@ let package = Package(
                 "ResilienceRuntime",
                 "SIPPlugin", "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -39,16 +39,28 @@ public final class SIPPlugin: ResiliencePlugin {
     /// - Parameters:
     ///   - accounts: the accounts; names must be unique.
     ///   - timers: RFC 3261 timers (defaults: T1 500 ms, T2 4 s).
+    ///   - pacing: how fast one registrar gets REGISTERs; accounts of the same registrar host,
+    ///     port and transport share one ``PacingWindow`` (after a flap they re-register as fast as
+    ///     the registrar answers and no faster).
     ///   - logger: SIP transactions and flows log here; never a password.
-    public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
+    public init(
+        accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
+        logger: Logger
+    ) {
         self.accounts = accounts
         self.logger = logger
         let (reports, reportContinuation) = AsyncStream.makeStream(of: PluginReport.self)
         self.reports = reports
         self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
+        var pacers: [String: RegistrarPacer] = [:]
         for account in accounts {
-            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger) { services in
+            let registrar =
+                "\(account.transport.rawValue):\(account.registrarHost.lowercased()):\(account.registrarPort)"
+            let pacer = pacers[registrar] ?? RegistrarPacer(settings: pacing)
+            pacers[registrar] = pacer
+            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger, pacer: pacer) {
+                services in
                 reportContinuation.yield(.flowLost(services))
             }
         }
