@@ -4,7 +4,7 @@ internal import Synchronization
 /// Admits one registrar's REGISTER transactions through a ``PacingWindow``, shared by every
 /// account that registers there (one per registrar host, port and transport).
 ///
-/// Invariants: every ``admit()`` that returns is matched by exactly one ``finish(_:)``;
+/// Invariants: every `admit(clock:)` that returns is matched by exactly one `finish(_:)`;
 /// waiters are admitted in arrival order as answers free the window; a cancelled waiter leaves
 /// the queue at once (throwing `CancellationError`) and takes no slot.
 public final class RegistrarPacer: Sendable {
