@@ -106,6 +106,7 @@ let package = Package(
                 lifecycle, metrics,
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
@@ -135,7 +136,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", log,
+                "NetlinkMonitor", "ResilienceDaemon", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
@@ -190,6 +191,7 @@ let package = Package(
                 "ResilienceRuntime",
                 "SIPPlugin", "ResilienceTesting", "ResilienceRules", log, lifecycle, metrics,
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

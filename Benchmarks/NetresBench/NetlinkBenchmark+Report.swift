@@ -2,14 +2,6 @@ import ChildProcesses
 import Foundation
 
 extension NetlinkBenchmark {
-    /// What `netres watch` costs while nothing changes.
-    struct IdleCost {
-        var seconds: Int
-        var wakeups: Int
-        var residentKiB: Int
-        var peakResidentKiB: Int
-    }
-
     /// Starts the built `netres watch --json` and, beside it, the baseline — this executable doing
     /// nothing but awaiting an empty `AsyncStream` (the Swift runtime's own idle cost: libdispatch
     /// on Linux wakes its worker-pool monitor about once a second) — lets both settle, then counts
@@ -25,48 +17,8 @@ extension NetlinkBenchmark {
             }
         }
         sleep(10)  // start-up done and idle worker threads reaped
-        let before = [watch.pid, baseline.pid].map(contextSwitchesByThread)
-        sleep(UInt32(idleSeconds))
-        let after = [watch.pid, baseline.pid].map(contextSwitchesByThread)
-        let costs = [watch.pid, baseline.pid].indices.map { index -> IdleCost in
-            let pid = index == 0 ? watch.pid : baseline.pid
-            let status = procStatus(pid: pid)
-            // Threads present throughout count their difference, new ones all they did; a thread
-            // that exited in the window woke at least once to do so.
-            var wakeups = 0
-            for (tid, count) in after[index] { wakeups += count - (before[index][tid] ?? 0) }
-            wakeups += before[index].keys.filter { after[index][$0] == nil }.count
-            return IdleCost(
-                seconds: idleSeconds, wakeups: wakeups, residentKiB: status["VmRSS"] ?? -1,
-                peakResidentKiB: status["VmHWM"] ?? -1)
-        }
+        let costs = IdleMeter.measure([watch.pid, baseline.pid], seconds: idleSeconds)
         return (costs[0], costs[1])
-    }
-
-    /// Context switches (voluntary and not) of each thread, by thread id.
-    private func contextSwitchesByThread(pid: Int32) -> [String: Int] {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        var counts: [String: Int] = [:]
-        for tid in tasks {
-            let status = parseStatus(path: "/proc/\(pid)/task/\(tid)/status")
-            counts[tid] = (status["voluntary_ctxt_switches"] ?? 0) + (status["nonvoluntary_ctxt_switches"] ?? 0)
-        }
-        return counts
-    }
-
-    private func procStatus(pid: Int32) -> [String: Int] { parseStatus(path: "/proc/\(pid)/status") }
-
-    private func parseStatus(path: String) -> [String: Int] {
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
-        var fields: [String: Int] = [:]
-        for line in text.split(separator: "\n") {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2, let number = Int(parts[1].split(whereSeparator: \.isWhitespace).first ?? "") else {
-                continue
-            }
-            fields[String(parts[0])] = number
-        }
-        return fields
     }
 
     /// Prints the Markdown that goes into BENCHMARKS.md.
@@ -97,10 +49,9 @@ extension NetlinkBenchmark {
     }
 }
 
-extension NetlinkBenchmark.IdleCost {
+extension IdleCost {
     func row(_ label: String) -> String {
-        let perMinute = format1(Double(wakeups) * 60 / Double(max(seconds, 1)))
-        return "| \(label) | \(wakeups) | \(perMinute) | \(residentKiB) KiB | \(peakResidentKiB) KiB |"
+        "| \(label) | \(wakeups) | \(format1(perMinute)) | \(residentKiB) KiB | \(peakResidentKiB) KiB |"
     }
 }
 

@@ -89,7 +89,9 @@ final class SIPLab {
             in: registrarNamespace,
             [
                 "/usr/sbin/kamailio", "-f", path, "-w", directory.path, "-P", directory.path + "/kamailio.pid",
-                "-Y", directory.path, "-DD", "-E", "-m", "32", "-M", "4",
+                // 256 MB of shared memory: 32 MB runs out near 2,000 bindings (`scale 1000` keeps
+                // sipp's and netres's users bound at once).
+                "-Y", directory.path, "-DD", "-E", "-m", "256", "-M", "8",
             ] + (tls == nil ? [] : ["-A", "WITH_TLS"]), output: kamailioLog)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
@@ -97,6 +99,59 @@ final class SIPLab {
             usleep(50_000)
         }
         throw BenchError("Kamailio did not come up within 10 s; see \(kamailioLog)")
+    }
+
+    /// Starts baresip 1.0 headless (foreground; modules g711, account, menu, ctrl_tcp) in the
+    /// client namespace, registering `user` (password `secret-USER`) every 600 s.
+    @discardableResult
+    func startBaresip(user: String) throws -> Spawned {
+        let config = directory.appendingPathComponent("baresip")
+        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
+        try """
+        poll_method\t\tepoll
+        sip_trans_bsize\t\t128
+        audio_player\t\tnone
+        audio_source\t\tnone
+        audio_alert\t\tnone
+        module_path\t\t/usr/lib/baresip/modules
+        module\t\t\tg711.so
+        module_app\t\taccount.so
+        module_app\t\tmenu.so
+        module_app\t\tctrl_tcp.so
+        ctrl_tcp_listen\t\t127.0.0.1:4444
+
+        """.write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        try "<sip:\(user)@\(Self.registrarAddress):\(Self.port);transport=udp>;auth_pass=secret-\(user);regint=600\n"
+            .write(to: config.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
+        return try start(
+            in: clientNamespace, ["/usr/bin/baresip", "-f", config.path],
+            output: directory.appendingPathComponent("baresip.log").path)
+    }
+
+    /// Datagrams the kernel dropped so far on the registrar's UDP sockets (the `drops` column of
+    /// `/proc/net/udp` in its namespace, summed over every socket on port 5060).
+    func registrarDrops() throws -> Int {
+        let output = directory.appendingPathComponent("udp.txt").path
+        try shell("ip netns exec \(registrarNamespace) cat /proc/net/udp > \(output)")
+        let port = String(format: ":%04X", Self.port)
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").dropFirst().reduce(0) { sum, line in
+            let fields = line.split(separator: " ")
+            guard fields.count > 2, fields[1].hasSuffix(port), let drops = Int(fields.last ?? "") else { return sum }
+            return sum + drops
+        }
+    }
+
+    /// Takes the client link down for `seconds`, then up again with its default route; returns
+    /// the CLOCK_REALTIME instant read just before the link came up.
+    func flapClientLink(downSeconds seconds: UInt32) throws -> Double {
+        try shell("ip -n \(clientNamespace) link set nrc0 down")
+        sleep(seconds)
+        let upAt = realtimeNow()
+        try shell(
+            "ip -n \(clientNamespace) link set nrc0 up && "
+                + "ip -n \(clientNamespace) route replace default via \(Self.registrarAddress)")
+        return upAt
     }
 
     /// Runs `kamcmd ul.dump` (a unix socket: reachable from any namespace) and returns the

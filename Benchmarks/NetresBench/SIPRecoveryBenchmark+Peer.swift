@@ -18,24 +18,6 @@ extension SIPRecoveryBenchmark {
     /// user `peer` (unless `peer` is false), both in the client namespace, and waits (≤ 10 s) for
     /// every first binding.
     func startClients(_ lab: SIPLab, peer: Bool, caFile: String? = nil) throws {
-        let config = lab.directory.appendingPathComponent("baresip")
-        try FileManager.default.createDirectory(at: config, withIntermediateDirectories: true)
-        try """
-        poll_method\t\tepoll
-        sip_trans_bsize\t\t128
-        audio_player\t\tnone
-        audio_source\t\tnone
-        audio_alert\t\tnone
-        module_path\t\t/usr/lib/baresip/modules
-        module\t\t\tg711.so
-        module_app\t\taccount.so
-        module_app\t\tmenu.so
-        module_app\t\tctrl_tcp.so
-        ctrl_tcp_listen\t\t127.0.0.1:4444
-
-        """.write(to: config.appendingPathComponent("config"), atomically: true, encoding: .utf8)
-        try "<sip:peer@\(SIPLab.registrarAddress):\(SIPLab.port);transport=udp>;auth_pass=secret-peer;regint=600\n"
-            .write(to: config.appendingPathComponent("accounts"), atomically: true, encoding: .utf8)
         let startedAt = realtimeNow() - 1
         let netres = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("netres").path
@@ -60,11 +42,7 @@ extension SIPRecoveryBenchmark {
             in: lab.clientNamespace,
             [netres, "run", "--config", netresConfig] + (netresLogLevel.map { ["--log-level", $0] } ?? []),
             output: lab.directory.appendingPathComponent("netres-client.log").path)
-        if peer {
-            try lab.start(
-                in: lab.clientNamespace, ["/usr/bin/baresip", "-f", config.path],
-                output: lab.directory.appendingPathComponent("baresip.log").path)
-        }
+        if peer { try lab.startBaresip(user: "peer") }
         for user in peer ? ["netres", "peer"] : ["netres"] {
             do {
                 try waitFor(seconds: 10) { registered(lab, user: user, after: startedAt) != nil }
@@ -87,14 +65,9 @@ extension SIPRecoveryBenchmark {
     /// wait is bounded by `peerBound` from the link-up: a missing REGISTER is counted, not awaited.
     func runFaults(_ lab: SIPLab, clients: [(user: String, name: String)], flaps: Int) throws -> [ClientResult] {
         var results = clients.map { ClientResult(name: $0.name) }
-        let ns = lab.clientNamespace
         let flapsStart = realtimeNow()
         for _ in 0..<flaps {
-            try shell("ip -n \(ns) link set nrc0 down")
-            sleep(downSeconds)
-            let upAt = realtimeNow()
-            try shell(
-                "ip -n \(ns) link set nrc0 up && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
+            let upAt = try lab.flapClientLink(downSeconds: downSeconds)
             var line = "flap: up=\(upAt)"
             for (index, client) in clients.enumerated() {
                 let remaining = max(0, peerBound - (realtimeNow() - upAt))

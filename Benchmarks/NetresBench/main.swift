@@ -3,8 +3,10 @@
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
 //   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]
 //                                                   SIP recovery vs floor and baresip (root)
+//   netres-bench scale N[,N…] [idle=S] [rates=R,R…]   N accounts on one registrar vs sipp and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 import Foundation
+import ResilienceDaemon
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 do {
@@ -18,14 +20,21 @@ do {
         try sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "runtime":
         await runRuntimeBenchmarks()
+    case "scale":
+        try scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
         // The Swift runtime at rest, for the idle comparison: await something that never comes.
+        // `idle-baseline quiet` first takes the runtime off libdispatch, as `netres` does.
+        // `… sleep` does one 10 ms `Task.sleep` first (does a sleep start libdispatch's monitor?).
+        if arguments.dropFirst().first == "quiet" { QuietConcurrencyRuntime.install() }
+        if arguments.last == "sleep" { try await Task.sleep(for: .milliseconds(10)) }
         let never = AsyncStream<Int>(bufferingPolicy: .unbounded, { _ in })
         for await _ in never {}
     default:
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
+                + " | scale N[,N…] [idle=S] [rates=R,R…]"
         )
         exit(64)
     }
@@ -57,6 +66,32 @@ func sipRecoveryBenchmark(arguments: [String]) throws -> SIPRecoveryBenchmark {
             benchmark.netresLogLevel = String(option.dropFirst(4))
         } else {
             throw BenchError("unknown sip-recovery option \(option)")
+        }
+    }
+    return benchmark
+}
+
+/// `scale N[,N…] [idle=S] [rates=R,R…]`: account counts 1…5000, idle windows 10…600 s, sipp
+/// rates 1…20000 per second (at most 8).
+func scaleBenchmark(arguments: [String]) throws -> ScaleBenchmark {
+    func numbers(_ text: Substring, in range: ClosedRange<Int>, what: String) throws -> [Int] {
+        let values = text.split(separator: ",").compactMap { Int($0) }
+        guard !values.isEmpty, values.count <= 8, values.allSatisfy(range.contains) else {
+            throw BenchError("scale: \(what) must be 1 to 8 comma-separated numbers in \(range), found \(text)")
+        }
+        return values
+    }
+    guard let first = arguments.first else {
+        throw BenchError("scale: give the account count(s), e.g. scale 1,100,1000")
+    }
+    var benchmark = ScaleBenchmark(counts: try numbers(Substring(first), in: 1...5000, what: "account counts"))
+    for option in arguments.dropFirst() {
+        if option.hasPrefix("idle=") {
+            benchmark.idleSeconds = try numbers(option.dropFirst(5), in: 10...600, what: "idle")[0]
+        } else if option.hasPrefix("rates=") {
+            benchmark.sippRates = try numbers(option.dropFirst(6), in: 1...20_000, what: "rates")
+        } else {
+            throw BenchError("unknown scale option \(option)")
         }
     }
     return benchmark

@@ -39,27 +39,56 @@ public final class SIPPlugin: ResiliencePlugin {
     /// - Parameters:
     ///   - accounts: the accounts; names must be unique.
     ///   - timers: RFC 3261 timers (defaults: T1 500 ms, T2 4 s).
+    ///   - pacing: how fast one registrar gets REGISTERs; accounts of the same registrar host,
+    ///     port and transport share one ``PacingWindow`` (after a flap they re-register as fast as
+    ///     the registrar answers and no faster).
     ///   - logger: SIP transactions and flows log here; never a password.
-    public init(accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), logger: Logger) {
+    public init(
+        accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
+        logger: Logger
+    ) {
         self.accounts = accounts
         self.logger = logger
         let (reports, reportContinuation) = AsyncStream.makeStream(of: PluginReport.self)
         self.reports = reports
         self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
+        var pacers: [String: RegistrarPacer] = [:]
         for account in accounts {
-            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger) { services in
+            let registrar =
+                "\(account.transport.rawValue):\(account.registrarHost.lowercased()):\(account.registrarPort)"
+            let pacer = pacers[registrar] ?? RegistrarPacer(settings: pacing)
+            pacers[registrar] = pacer
+            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger, pacer: pacer) {
+                services in
                 reportContinuation.yield(.flowLost(services))
             }
         }
         self.agents = agents
         self.routes = Mutex(SIPRouteTable(accounts: accounts))
+        for (name, agent) in agents {
+            agent.observeCalls { [weak self] event in self?.callChanged(event, account: name) }
+        }
+    }
+
+    /// A call appeared, changed or ended: its service is added, changed or removed, with the
+    /// kind the policy names (outgoing/incoming × progressing, alerting, active, held, remotely-held).
+    private func callChanged(_ event: CallEvent, account name: String) {
+        guard let account = accounts.first(where: { $0.name == name }) else { return }
+        let service = account.callService(event.call)
+        guard let state = event.phase.serviceState else {
+            if routes.withLock({ $0.remove(service) }) != nil { reportContinuation.yield(.serviceRemoved(service)) }
+            return
+        }
+        let described = ClientService(id: service, kind: .call(event.direction, state), account: name)
+        let added = routes.withLock { $0.add(.call(account: name, call: event.call), for: service) }
+        reportContinuation.yield(added ? .serviceAdded(described) : .serviceChanged(described))
     }
 
     /// The actions the SIP plugin carries out (for the services of its accounts).
     public static let actions: Set<ActionKind> = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
-        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence,
+        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall,
     ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
@@ -175,6 +204,16 @@ public final class SIPPlugin: ResiliencePlugin {
                 try await agent.removePresence(path: context.path)
                 report(action.service) { $0.expires = nil }
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a publication")
+            }
+        case .call(let name, let call):
+            let agent = agents[name]!
+            // The policy holds and resumes calls for interruptions only (rules `interrupted-hold`,
+            // `interruption-ended-resume`, `restore-resume`): a call the user held stays held.
+            switch action.kind {
+            case .holdCall: try await agent.hold(call, reason: .interruption, path: context.path)
+            case .resumeCall: try await agent.resume(call, reason: .interruption, path: context.path)
+            case .reinviteCall: try await agent.reinvite(call, path: context.path)
+            default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")
             }
         }
     }

@@ -11,10 +11,12 @@ struct SIPRouteTable: Sendable {
         case registration(account: String)
         case subscription(account: String, target: SubscriptionTarget)
         case publication(account: String)
+        /// A call placed or received at run time (reported as a service while it lasts).
+        case call(account: String, call: CallID)
 
         var account: String {
             switch self {
-            case .registration(let name), .subscription(let name, _), .publication(let name): name
+            case .registration(let name), .subscription(let name, _), .publication(let name), .call(let name, _): name
             }
         }
     }

@@ -2,6 +2,7 @@ public import Logging
 internal import NIOCore
 internal import NIOPosix
 public import ResilienceCore
+internal import Synchronization
 
 /// One account's SIP user agent: its flow to the registrar, its client transactions, digest
 /// credentials, registration and subscriptions.
@@ -34,6 +35,13 @@ public actor SIPUserAgent {
     /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
+    /// The calls not yet ended, each owning one dialog of `dialogs`.
+    var calls: [CallID: SIPCall] = [:]
+    /// Every change of every call, in order; keeps the newest 256 when nobody reads.
+    public nonisolated let callEvents: AsyncStream<CallEvent>
+    nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
+    /// The plugin's listener for call changes (service reports); set once, by ``SIPPlugin``.
+    nonisolated let callObserver = Mutex<(@Sendable (CallEvent) -> Void)?>(nil)
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
     var pongGeneration: UInt64 = 0
@@ -45,6 +53,8 @@ public actor SIPUserAgent {
     nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
+    /// Paces REGISTERs to this account's registrar together with every other account there.
+    nonisolated let pacer: RegistrarPacer
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -54,11 +64,15 @@ public actor SIPUserAgent {
     ///   unreachable, an unanswered flow ping) with the services whose server-side state rode on
     ///   it; never for flows this agent closed itself (address change, stale transport, `close()`).
     ///   - clock: the clock for transaction timers until the runtime lends one with an action.
+    ///   - pacer: shared by the accounts of one registrar (``SIPPlugin`` does that); by default
+    ///     the agent paces alone.
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
-        clock: any RuntimeClock = ContinuousClock(), onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
+        clock: any RuntimeClock = ContinuousClock(), pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
+        onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
     ) {
         self.account = account
+        self.pacer = pacer
         self.timers = timers
         self.onFlowLost = onFlowLost
         var logger = logger
@@ -71,9 +85,15 @@ public actor SIPUserAgent {
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
+        (callEvents, callEventSink) = AsyncStream.makeStream(of: CallEvent.self, bufferingPolicy: .bufferingNewest(256))
     }
 
     deinit { inboundSession?.sink.finish() }
+
+    /// Sets the listener that hears every call event (besides ``callEvents``).
+    nonisolated func observeCalls(_ observer: @escaping @Sendable (CallEvent) -> Void) {
+        callObserver.withLock { $0 = observer }
+    }
 
     /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).
     public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
@@ -207,6 +227,25 @@ public actor SIPUserAgent {
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once
     /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
     /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
+    /// Runs `transaction` once the registrar's pacer admits it when `isRegister` (at once
+    /// otherwise). An answer that took T1 or longer needed a retransmission over UDP (or kept a
+    /// stream waiting as long): the registrar is behind, so the window narrows.
+    private func paced(
+        _ isRegister: Bool, _ transaction: () async throws -> SIPMessage
+    ) async throws -> SIPMessage {
+        guard isRegister else { return try await transaction() }
+        try await pacer.admit(clock: clock)
+        let started = clock.now
+        do {
+            let response = try await transaction()
+            pacer.finish(clock.now - started < timers.t1 ? .answered : .retransmitted)
+            return response
+        } catch {
+            pacer.finish(Task.isCancelled ? .abandoned : .retransmitted)
+            throw error
+        }
+    }
+
     func exchange(_ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32)
         async throws -> SIPMessage
     {
@@ -226,8 +265,9 @@ public actor SIPUserAgent {
             }
             let response: SIPMessage
             do {
-                response = try await runNonInviteTransaction(
-                    request, over: flow, table: table, timers: timers, clock: clock)
+                response = try await paced(method == "REGISTER") {
+                    try await runNonInviteTransaction(request, over: flow, table: table, timers: timers, clock: clock)
+                }
             } catch  where Task.isCancelled {
                 // The executor cancelled the action (new epoch, deadline): say so, not "timeout".
                 throw CancellationError()
@@ -256,7 +296,7 @@ public actor SIPUserAgent {
         throw PluginError.permanent("\(method): too many authentication rounds")
     }
 
-    private func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
+    func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
         guard var state = auth else { return nil }
         state.nonceCount += 1
         auth = state

@@ -4,6 +4,10 @@ import ResilienceDaemon
 import ResilienceHooks
 import ServiceLifecycle
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 extension ResilienceCommand {
     /// Runs the resilience manager with the SIP plugin as a daemon until SIGTERM or SIGINT.
     struct Run: AsyncParsableCommand {
@@ -49,8 +53,13 @@ extension ResilienceCommand {
                 printError("netres: cannot watch the network through netlink: \(error)")
                 throw ExitCode(2)
             }
+            // Signals through ShutdownSignals, not the group's DispatchSource: idle means asleep.
+            let group = daemon.makeGroup(signals: [])
+            ShutdownSignals.install([SIGTERM, SIGINT]) { _ in
+                Task { await group.triggerGracefulShutdown() }
+            }
             do {
-                try await daemon.makeGroup().run()
+                try await group.run()
             } catch {
                 await daemon.stop()
                 printError("netres: \(error)")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NetlinkMonitor
+import ResilienceDaemon
 
 /// `netres`: watch the network the way a real-time client needs it, check policies, and run the
 /// resilience manager.
@@ -18,4 +19,13 @@ struct ResilienceCommand: AsyncParsableCommand {
 
     /// The package's version; bumped with each release tag.
     static let packageVersion = "0.1.0"
+
+    /// Takes the concurrency runtime off libdispatch's worker pool before the first task exists,
+    /// so an idle `netres` makes no wake-ups of its own (``QuietConcurrencyRuntime``).
+    static func main() async {
+        if !QuietConcurrencyRuntime.install() {
+            printError("netres: the concurrency runtime stays on libdispatch; idle wake-ups continue")
+        }
+        await main(nil)
+    }
 }

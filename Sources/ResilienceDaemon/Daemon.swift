@@ -1,4 +1,5 @@
 public import Logging
+import NIOPosix
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
@@ -29,6 +30,11 @@ public import UnixSignals
 ///   `GET /metrics`; the executor records into the same registry.
 /// - Under systemd (`NOTIFY_SOCKET` set) `READY=1` is sent once the first path is known, and with
 ///   `WATCHDOG_USEC` set, `WATCHDOG=1` every half interval as long as the manager answers.
+/// - The config's app state is the manager's from the start: the rules engine and the wake-up
+///   scheduler begin in it before `started` is decided, so a daemon started in the background
+///   never pings at the foreground interval.
+/// - Every runtime timer is an ``EventLoopClock`` sleep unless a test passes its own clock: a
+///   cancelled timer (an action's timeout, a re-armed wake-up) never wakes the process.
 /// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
 ///   (which never blocks the event log); ``stop()`` ends its hooks.
 public final class Daemon: Sendable {
@@ -66,7 +72,7 @@ public final class Daemon: Sendable {
     /// - Throws: ``PolicyFileError`` when the policy file is invalid.
     public init(
         config: DaemonConfig, source: (any NetworkEventSource)? = nil,
-        shutdownTimeout: Duration = Daemon.teardownTimeout,
+        shutdownTimeout: Duration = Daemon.teardownTimeout, clock: (any RuntimeClock)? = nil,
         environment: [String: String] = SystemdNotifier.processEnvironment, output: @escaping Output, logger: Logger
     ) throws(PolicyFileError) {
         var policy = Policy.default
@@ -101,12 +107,14 @@ public final class Daemon: Sendable {
         self.monitor = monitor
         self.output = output
         self.logger = logger
-        self.plugin = SIPPlugin(accounts: accounts, logger: logger)
+        self.plugin = SIPPlugin(
+            accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling), logger: logger)
         let metrics = config.metrics.map { _ in DaemonMetrics() }
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         self.manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
+            clock: clock ?? EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next()),
             configuration: .init(
                 shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
                 pluginShutdownTimeout: Self.pluginStopTimeout),

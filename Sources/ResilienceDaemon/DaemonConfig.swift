@@ -24,6 +24,8 @@ public struct DaemonConfig: Hashable, Sendable {
     /// Overrides the policy's hold-down when set.
     public var holdDown: Duration?
     public var appState: AppState
+    /// Most REGISTER transactions per second to one registrar (the pacing window's ceiling).
+    public var registerRateCeiling: Int
     /// Policy file; nil means the built-in default policy.
     public var policyPath: String?
     public var accounts: [DaemonAccount]
@@ -40,8 +42,10 @@ public struct DaemonConfig: Hashable, Sendable {
         interfaces: [String] = [], holdDown: Duration? = nil, appState: AppState = .foreground,
         policyPath: String? = nil, accounts: [DaemonAccount] = [], hooks: HooksConfig? = nil,
         stateDirectory: String? = nil,
-        metrics: MetricsConfig? = nil
+        metrics: MetricsConfig? = nil,
+        registerRateCeiling: Int = PacingWindow.Settings().ceiling
     ) {
+        self.registerRateCeiling = registerRateCeiling
         self.metrics = metrics
         self.logFormat = logFormat
         self.controlSocket = controlSocket

@@ -60,6 +60,14 @@ public enum DaemonConfigFile {
                     try reader.scalar(node, expected: "an interface name or glob")
                 }
             case "hold-down": config.holdDown = try reader.duration(value, what: "hold-down")
+            case "register-rate-ceiling":
+                let ceiling = try reader.number(value, in: 1...100_000, what: "register-rate-ceiling")
+                guard ceiling.rounded() == ceiling else {
+                    throw reader.fail(
+                        .wrongType, at: value, "register-rate-ceiling must be a whole number of REGISTERs per second",
+                        expected: "an integer from 1 to 100000")
+                }
+                config.registerRateCeiling = Int(ceiling)
             case "app-state":
                 config.appState = try reader.name(
                     value, kind: "app state", among: AppState.allCases.map(\.rawValue)
@@ -99,9 +107,8 @@ public enum DaemonConfigFile {
     static let maximumSocketPath = 107
 
     static let topKeys = [
-        "log-format", "control-socket", "control-group", "interfaces", "hold-down", "app-state", "policy", "hooks",
-        "metrics", "state-directory",
-        "accounts",
+        "log-format", "control-socket", "control-group", "interfaces", "hold-down", "app-state",
+        "register-rate-ceiling", "policy", "hooks", "metrics", "state-directory", "accounts",
     ]
 
     /// Reads `metrics: { address, port }`; both optional (loopback, 9464).

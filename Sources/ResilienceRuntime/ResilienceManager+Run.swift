@@ -16,6 +16,7 @@ extension ResilienceManager {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await self.followTransitions() }
                 group.addTask { await self.followWakeUps() }
+                group.addTask { await self.followFlowActivity() }
                 for plugin in self.plugins {
                     group.addTask { await self.followReports(of: plugin) }
                 }
@@ -100,6 +101,11 @@ extension ResilienceManager {
 
     private func followWakeUps() async {
         for await trigger in wakeUps.stream { enqueue(trigger) }
+    }
+
+    /// Each successful action re-arms its service's flow ping (a no-op without one).
+    private func followFlowActivity() async {
+        for await service in succeeded.stream { await scheduler.flowActive(service) }
     }
 
     private func followReports(of plugin: any ResiliencePlugin) async {

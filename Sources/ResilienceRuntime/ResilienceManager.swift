@@ -27,6 +27,9 @@ public import ServiceLifecycle
 ///   hold losses down, so what an app sets in its policy is what applies.
 /// - A `lost` followed by a `restored` before the `lost` was decided cancels out: neither is
 ///   decided, the epoch does not change, and ``ResilienceEvent/flapCoalesced(lost:restored:)`` says so.
+/// - A successful action of a service is traffic its flow carried and answered: the service's
+///   next flow ping is re-armed from then (``WakeUpScheduler/flowActive(_:)``), so a successful
+///   REGISTER is never followed by a ping at the old deadline.
 /// - Every loss starts a new `NetworkEpoch`; every decision carries the epoch current then.
 /// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
 ///   events (`handle`, `setAppState`) and path transitions once decided: the app state, the
@@ -104,6 +107,8 @@ public actor ResilienceManager: Service {
     let scheduler: WakeUpScheduler
     let wakeUps: (stream: AsyncStream<Trigger>, continuation: AsyncStream<Trigger>.Continuation)
     let wake: (stream: AsyncStream<Void>, continuation: AsyncStream<Void>.Continuation)
+    /// Services whose action just succeeded, in order (see ``followFlowActivity()``).
+    let succeeded: (stream: AsyncStream<ServiceID>, continuation: AsyncStream<ServiceID>.Continuation)
     let broadcast: Broadcast<ResilienceEvent>
     var rules: RulesEngine
     var services: [ServiceID: ClientService] = [:]
@@ -156,12 +161,18 @@ public actor ResilienceManager: Service {
             localActions: plugins.reduce(into: []) { $0.formUnion($1.localActions) })
         let broadcast = Broadcast<ResilienceEvent>()
         self.broadcast = broadcast
+        let succeeded = AsyncStream<ServiceID>.makeStream()
+        self.succeeded = succeeded
         self.executor = ActionExecutor(
             plugins: plugins, clock: clock,
             configuration: ActionExecutor.Configuration(
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
                 randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
-            logger: logger, onEvent: { broadcast.yield(.action($0)) })
+            logger: logger,
+            onEvent: { event in
+                broadcast.yield(.action(event))
+                if event.outcome == .succeeded { succeeded.continuation.yield(event.action.service) }
+            })
         let wakeUps = AsyncStream<Trigger>.makeStream()
         self.wakeUps = wakeUps
         self.scheduler = WakeUpScheduler(

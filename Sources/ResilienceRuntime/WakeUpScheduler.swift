@@ -15,6 +15,11 @@ public import ResilienceCore
 /// - Away from the foreground, wake-ups are at least `minimumBackgroundInterval` apart, and each
 ///   one takes every refresh and ping due before the next allowed wake-up (an iOS-style background
 ///   handler). In the foreground a wake-up takes everything due within `coalescingWindow`.
+/// - Away from the foreground, no ping is due before `minimumBackgroundInterval` has passed since
+///   the app left the foreground (or since the scheduler started there): starting in the
+///   background never sends a ping at the foreground interval. Refreshes keep their own deadlines.
+/// - ``flowActive(_:)`` (a response on the service's flow) re-arms its next ping from then: a
+///   flow that just carried a successful REGISTER is not pinged at its old deadline.
 /// - Each wake-up reports its refreshes and its pings once, each sorted, through `onDue` (never
 ///   both empty). It forgets the refresh deadlines (the owner re-arms a service by reporting its
 ///   new expiry after the refresh) and re-arms each pinged service's next ping from the wake-up.
@@ -60,6 +65,8 @@ public actor WakeUpScheduler {
     private var random: SplitMix64
     private var inForeground: Bool
     private var lastWakeUp: ContinuousClock.Instant?
+    /// When the app last left the foreground; nil in the foreground.
+    private var backgroundSince: ContinuousClock.Instant?
     private var timer = DeadlineTimer()
     private var stopped = false
 
@@ -79,6 +86,7 @@ public actor WakeUpScheduler {
     ) {
         self.clock = clock
         self.inForeground = appState == .foreground
+        self.backgroundSince = appState == .foreground ? nil : clock.now
         self.configuration = configuration
         self.onDue = onDue
         var seeder = SystemRandomNumberGenerator()
@@ -118,6 +126,15 @@ public actor WakeUpScheduler {
         rearm()
     }
 
+    /// The service's flow just carried a response (a successful REGISTER, any answered request):
+    /// its next ping is re-armed a random 80–100 % of its interval from now. Nothing for a service
+    /// without a flow-ping interval.
+    public func flowActive(_ service: ServiceID) {
+        guard let interval = intervals[service] else { return }
+        pingAt[service] = clock.now + jittered(interval)
+        rearm()
+    }
+
     /// When a service's next ping is due, if it has a flow-ping interval.
     public func nextPing(of service: ServiceID) -> ContinuousClock.Instant? { pingAt[service] }
 
@@ -133,7 +150,13 @@ public actor WakeUpScheduler {
     /// Foreground or not decides whether the minimum background interval applies. The manager
     /// passes the rules engine's app state after each app event is decided.
     public func setAppState(_ state: AppState) {
+        let wasInForeground = inForeground
         inForeground = state == .foreground
+        if inForeground {
+            backgroundSince = nil
+        } else if wasInForeground {
+            backgroundSince = clock.now
+        }
         rearm()
     }
 
@@ -144,12 +167,16 @@ public actor WakeUpScheduler {
     }
 
     private func nextInstant() -> ContinuousClock.Instant? {
-        let earliest = [dueAt.values.min(), pingAt.values.min()].compactMap { $0 }.min()
-        guard !stopped, var next = earliest else { return nil }
-        if !inForeground, let last = lastWakeUp {
-            next = max(next, last.adding(clamped: configuration.minimumBackgroundInterval))
+        guard !stopped else { return nil }
+        var refresh = dueAt.values.min()
+        var ping = pingAt.values.min()
+        if !inForeground {
+            let minimum = configuration.minimumBackgroundInterval
+            if let last = lastWakeUp { refresh = refresh.map { max($0, last.adding(clamped: minimum)) } }
+            let since = [lastWakeUp, backgroundSince].compactMap { $0 }.max()
+            if let since { ping = ping.map { max($0, since.adding(clamped: minimum)) } }
         }
-        return next
+        return [refresh, ping].compactMap { $0 }.min()
     }
 
     private func rearm() {

@@ -265,6 +265,9 @@ final class RegistrarLab: @unchecked Sendable {
     func controlSocket(of user: String) -> String { directory.appendingPathComponent("netres-\(user).sock").path }
 
     /// Where the `netres run` of `user` writes its standard output and error.
+    /// Forgets a child the test reaped itself, so `stop()` does not signal its PID again.
+    func forget(_ pid: pid_t) { children.removeAll { $0 == pid } }
+
     func clientOutput(of user: String) -> String { directory.appendingPathComponent("netres-\(user).out").path }
 
     /// Starts `netres run --config CONFIG` for `user` in the client namespace; its PID.

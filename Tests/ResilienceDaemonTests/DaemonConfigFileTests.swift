@@ -12,6 +12,7 @@ struct DaemonConfigFileTests {
         interfaces: [eth0, "wlan*"]
         hold-down: 1500ms
         app-state: background
+        register-rate-ceiling: 400
         accounts:
           - name: alice
             registrar: 198.18.0.1
@@ -37,6 +38,7 @@ struct DaemonConfigFileTests {
         #expect(config.interfaces == ["eth0", "wlan*"])
         #expect(config.holdDown == .milliseconds(1500))
         #expect(config.appState == .background)
+        #expect(config.registerRateCeiling == 400)
         #expect(config.policyPath == nil)
         let entry = try #require(config.accounts.first)
         let account = entry.account
@@ -91,6 +93,14 @@ struct DaemonConfigFileTests {
         (
             "hooks zero timeout", "hooks: { directory: /tmp, timeout: 0 }\naccounts: []\n", .invalidValue, 1, 36,
             "must be positive"
+        ),
+        (
+            "ceiling zero", "register-rate-ceiling: 0\naccounts: []\n", .invalidValue, 1, 24,
+            "register-rate-ceiling"
+        ),
+        (
+            "ceiling fraction", "register-rate-ceiling: 2.5\naccounts: []\n", .wrongType, 1, 24,
+            "whole number"
         ),
         ("metrics bad port", "metrics: { port: 99999 }\naccounts: []\n", .invalidValue, 1, 18, "is not a port"),
         (

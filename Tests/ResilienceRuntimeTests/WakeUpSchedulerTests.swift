@@ -15,11 +15,11 @@ struct WakeUpSchedulerTests {
     }
 
     /// Reports refresh batches on `batches` and every wake-up on `wakeUps`.
-    func makeScheduler(seed: UInt64 = 11) -> WakeUpScheduler {
+    func makeScheduler(seed: UInt64 = 11, appState: AppState = .foreground) -> WakeUpScheduler {
         let batches = self.batches.continuation
         let wakeUps = self.wakeUps.continuation
         return WakeUpScheduler(
-            clock: clock, configuration: .init(randomSeed: seed),
+            clock: clock, appState: appState, configuration: .init(randomSeed: seed),
             onDue: { refresh, ping in
                 if !refresh.isEmpty { batches.yield(refresh) }
                 wakeUps.yield(WakeUp(refresh: refresh, ping: ping))
@@ -183,5 +183,44 @@ struct WakeUpSchedulerTests {
         clock.advance(by: .seconds(24 * 3600))
         #expect(await scheduler.wakeUps == 0)
         #expect(clock.wakeUps == 0)
+    }
+
+    @Test(arguments: [AppState.background, .suspended])
+    func aSchedulerStartedAwayFromTheForegroundSendsNoPingAtTheForegroundInterval(state: AppState) async throws {
+        let start = clock.now
+        let scheduler = makeScheduler(appState: state)
+        await scheduler.setFlowPingInterval(.seconds(30), for: "reg")
+        let first = try #require(await scheduler.nextWakeUp)
+        #expect(first >= start + .seconds(600))
+        // Against the foreground, where the same interval pings at 24–30 s.
+        await scheduler.setAppState(.foreground)
+        let foreground = try #require(await scheduler.nextWakeUp)
+        #expect(foreground <= start + .seconds(30))
+    }
+
+    @Test func leavingTheForegroundPushesThePendingPingToTheMinimumInterval() async throws {
+        let scheduler = makeScheduler()
+        await scheduler.setFlowPingInterval(.seconds(30), for: "reg")
+        clock.advance(by: .seconds(20))
+        let left = clock.now
+        await scheduler.setAppState(.background)
+        #expect(try #require(await scheduler.nextWakeUp) >= left + .seconds(600))
+        // A refresh keeps its own deadline: a registration must not lapse for a quiet background.
+        await scheduler.setExpiry(left + .seconds(130), for: "reg")
+        #expect(await scheduler.nextWakeUp == left + .seconds(100))
+    }
+
+    @Test func trafficOnAFlowRearmsItsPingFromThen() async throws {
+        let scheduler = makeScheduler()
+        await scheduler.setFlowPingInterval(.seconds(30), for: "reg")
+        let before = try #require(await scheduler.nextPing(of: "reg"))
+        clock.advance(by: .seconds(20))
+        await scheduler.flowActive("reg")
+        let after = try #require(await scheduler.nextPing(of: "reg"))
+        #expect(after - clock.now >= .seconds(24) && after - clock.now <= .seconds(30))
+        #expect(after > before)
+        // No interval, no ping: traffic on a flow without pings arms nothing.
+        await scheduler.flowActive("other")
+        #expect(await scheduler.nextPing(of: "other") == nil)
     }
 }

@@ -28,6 +28,13 @@ struct DaemonKamailioTests {
         }
     }
 
+    /// The config's `accounts:` key with one account of `user` at the loopback Kamailio, open
+    /// for more of that account's keys on the lines after it (indented four spaces).
+    func accountsEntry(_ user: String, _ kamailio: KamailioHarness) -> String {
+        "accounts:\n  - name: \(user)\n    registrar: 127.0.0.1\n    port: \(kamailio.port)\n    user: \(user)\n"
+            + "    domain: 127.0.0.1"
+    }
+
     func contacts(_ kamailio: KamailioHarness) async throws -> [String] {
         try await offPool { try kamailio.boundContacts() }
     }
@@ -69,12 +76,7 @@ struct DaemonKamailioTests {
         try """
         log-format: json
         control-socket: run/ctl.sock
-        accounts:
-          - name: \(user)
-            registrar: 127.0.0.1
-            port: \(kamailio.port)
-            user: \(user)
-            domain: 127.0.0.1
+        \(accountsEntry(user, kamailio))
             password-file: pw
             expires: 300
             push: { provider: apns, param: team.app.voip, token-file: state/\(user).push }

@@ -153,8 +153,8 @@ struct InviteServerTransactionTests {
         #expect(machine.respond(busy, at: now).isEmpty && machine.requestRetransmitted().isEmpty)
     }
 
-    /// On loopback through a real agent: an INVITE (which the agent still refuses, 405) gets
-    /// 100 Trying, then its 405 resent on timer G until the peer's ACK; a CANCEL for it is matched
+    /// On loopback through a real agent: an INVITE without Contact (which the agent refuses, 400)
+    /// gets 100 Trying, then its 400 resent on timer G until the peer's ACK; a CANCEL for it is matched
     /// (200), one for nothing is not (481).
     @Test func overTheWireTheInviteTransactionAnswersRetransmitsAndMatchesAckAndCancel() async throws {
         let peer = try UDPTestPeer()
@@ -175,7 +175,7 @@ struct InviteServerTransactionTests {
                     if let status = try? SIPParser.parse(datagram: bytes).status { statuses.append(status) }
                 }
                 peer.send(Self.invite(branch: "z9hG4bKwire").serialized(), to: from)
-                // 100, 405, and at least one 405 resent by timer G (T1 = 50 ms): bounded reads.
+                // 100, 400, and at least one 400 resent by timer G (T1 = 50 ms): bounded reads.
                 for _ in 0..<4 { if let (bytes, _) = peer.receive(within: 5) { note(bytes) } }
                 peer.send(Self.request("ACK", branch: "z9hG4bKwire").serialized(), to: from)
                 // Drain what was in flight when the ACK left, then expect silence.
@@ -191,8 +191,8 @@ struct InviteServerTransactionTests {
         try await agent.register(path: loopbackPath())
         let statuses = await script.value
         let beforeAck = statuses.prefix { $0 != -1 }
-        #expect(beforeAck.first == 100 && beforeAck.dropFirst().allSatisfy { $0 == 405 })
-        #expect(beforeAck.count >= 3, "the 405 was resent on timer G before the ACK")
+        #expect(beforeAck.first == 100 && beforeAck.dropFirst().allSatisfy { $0 == 400 })
+        #expect(beforeAck.count >= 3, "the 400 was resent on timer G before the ACK")
         #expect(beforeAck.count <= 6, "and stopped once the ACK arrived (at most one in flight)")
         #expect(Array(statuses.drop { $0 != -1 }.dropFirst()) == [200, 481], "CANCEL matched, then unmatched")
         await agent.close()

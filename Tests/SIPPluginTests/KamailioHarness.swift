@@ -168,10 +168,12 @@ func exited(_ pid: pid_t) -> Bool {
     return result == pid || result < 0
 }
 
-/// A port free for both UDP and TCP on 127.0.0.1 (checked by binding both).
+/// A port free for both UDP and TCP on 127.0.0.1 (checked by binding both), below Linux's
+/// ephemeral range (32768–60999 by default): a socket that another test binds to port 0, or a
+/// connect, cannot take it between this check and Kamailio's own bind.
 func freePort() throws -> Int {
     for _ in 0..<50 {
-        let candidate = Int.random(in: 20_000...59_999)
+        let candidate = Int.random(in: 20_000...32_767)
         if canBind(Int32(SOCK_DGRAM.rawValue), candidate) && canBind(Int32(SOCK_STREAM.rawValue), candidate) {
             return candidate
         }

@@ -31,6 +31,12 @@ public struct SIPMessage: Hashable, Sendable {
 
     public var isRequest: Bool { method != nil }
 
+    /// The Request-URI of a request; nil for a response.
+    public var requestURI: String? {
+        if case .request(_, let uri) = startLine { return uri }
+        return nil
+    }
+
     /// `CSeq` as number and method, when well formed: the number is below 2^31 (RFC 3261
     /// §8.1.1.5), so adding one to it never overflows.
     public var cseq: (number: UInt32, method: String)? {

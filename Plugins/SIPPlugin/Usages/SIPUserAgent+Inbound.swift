@@ -12,9 +12,11 @@ extension SIPUserAgent {
     }
 
     /// Serves one inbound request, in arrival order; answers go through its server transaction.
-    /// This is the one point where requests enter the usages: NOTIFYs to subscriptions (and,
-    /// next, to the dialog table), everything else answered at once.
-    func handle(inbound request: InboundRequest) {
+    /// This is the one point where requests enter the usages: INVITE, ACK, BYE, CANCEL and UPDATE
+    /// to the calls (``handleCallRequest(_:transaction:)``), NOTIFYs to subscriptions, everything
+    /// else answered at once.
+    func handle(inbound request: InboundRequest) async {
+        if await handleCallRequest(request.message, transaction: request.transaction) { return }
         let transaction = request.transaction
         let clock = self.clock
         let reply: @Sendable (SIPMessage) -> Void = { transaction?.respond($0, at: clock.now) }
@@ -26,11 +28,11 @@ extension SIPUserAgent {
     }
 
     /// The methods this agent accepts as a UAS, for `Allow` (RFC 3261 §20.5).
-    static let allowedMethods = "ACK, NOTIFY, OPTIONS"
+    static let allowedMethods = "INVITE, ACK, CANCEL, BYE, UPDATE, NOTIFY, OPTIONS"
 
     /// Answers to the requests no usage takes (RFC 3261 §8.2.1): nothing to ACK; 200 with `Allow` to
     /// OPTIONS; 481 to CANCEL and BYE (there is nothing to cancel or end); 405 with `Allow` to a
-    /// method SIP defines that this agent does not serve (INVITE until dialogs exist, MESSAGE,
+    /// method SIP defines that this agent does not serve (MESSAGE,
     /// REFER, ...); 501 to a method it does not know.
     nonisolated static func immediateAnswer(to request: SIPMessage) -> SIPMessage? {
         let method = request.method?.uppercased() ?? ""

@@ -1,0 +1,111 @@
+import Foundation
+
+extension ScaleBenchmark {
+    /// Runs `netres run` with `count` accounts (users `n<count>u<i>`, background app state), and
+    /// prints its start-up, cost, idle and flap figures beside `floor` and the idle processes
+    /// `idle` measures (its first pid is netres's).
+    func measureNetres(
+        _ lab: SIPLab, count: Int, netres: String, floor: Phase, idle: (Int32) -> [IdleCost]
+    ) throws {
+        let prefix = "n\(count)u"
+        let config = lab.directory.appendingPathComponent("netres-\(count).yaml").path
+        var text = """
+            log-format: json
+            control-socket: \(lab.directory.path)/netres-\(count).sock
+            interfaces: [nrc0]
+            hold-down: 0
+            app-state: background
+            accounts:
+
+            """
+        for index in 0..<count {
+            text += """
+                  - { name: \(prefix)\(index), registrar: \(SIPLab.registrarAddress), port: \(SIPLab.port), \
+                transport: udp, user: \(prefix)\(index), domain: \(SIPLab.registrarAddress), \
+                password: secret-\(prefix)\(index), expires: \(expires) }
+
+                """
+        }
+        try text.write(toFile: config, atomically: true, encoding: .utf8)
+        let bound = 60 + Double(count) / 20
+        let dropsAtStart = try lab.registrarDrops()
+        let startedAt = realtimeNow()
+        let child = try lab.start(
+            in: lab.clientNamespace, [netres, "run", "--config", config],
+            output: lab.directory.appendingPathComponent("netres-\(count).log").path)
+        defer { lab.stop(child, signal: SIGKILL) }
+        let startUp = try waitForAll(lab, prefix: prefix, count: count, after: startedAt, bound: bound)
+        let startUpDrops = try lab.registrarDrops() - dropsAtStart
+        let cpuAtBound = IdleMeter.cpuTime(pid: child.pid)
+        let status = IdleMeter.parseStatus(path: "/proc/\(child.pid)/status")
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").count) ?? -1
+        sleep(5)  // the start-up's last transactions and idle worker threads settle
+        let quiet = idle(child.pid)
+        let withRefresh = idle(child.pid)
+        let refreshes = lab.registrarLog().filter {
+            $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.realtime > startedAt + startUp
+        }.count
+        let dropsBefore = try lab.registrarDrops()
+        let upAt = try lab.flapClientLink(downSeconds: 3)
+        let recovery = try waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
+        let flap = span(
+            lab.registrarLog(), prefix: prefix, count: count, after: upAt, drops: try lab.registrarDrops() - dropsBefore
+        )
+        let flapRequests = lab.registrarLog().filter {
+            $0.kind == "REGISTER" && $0.user.hasPrefix(prefix) && $0.realtime > upAt
+        }.count
+
+        print("### `netres run` with \(count) background UDP accounts\n")
+        print("| figure | value |")
+        print("|---|---|")
+        print(
+            "| start → all \(count) bound | \(format3(startUp)) s (\(startUpDrops) datagrams dropped at the registrar) |"
+        )
+        print(
+            "| RSS once bound | \(status["VmRSS"] ?? -1) KiB (\((status["VmRSS"] ?? 0) / max(count, 1)) KiB per account) |"
+        )
+        let cpuMs = Double(cpuAtBound.components.seconds) * 1000 + Double(cpuAtBound.components.attoseconds) / 1e15
+        print("| CPU to all bound | \(format1(cpuMs)) ms (\(format3(cpuMs / Double(max(count, 1)))) ms per account) |")
+        print("| open descriptors | \(descriptors) |")
+        print("| link up → last 200 OK | \(format3(recovery)) s |")
+        print("| first REGISTER → last 200 OK after the flap | \(flap.seconds.map { format3($0) + " s" } ?? "—") |")
+        if let floorSeconds = floor.seconds, let seconds = flap.seconds {
+            print(
+                "| … against sipp's floor (\(format3(floorSeconds)) s, same users' count) | \(format1(seconds / floorSeconds))× |"
+            )
+        }
+        print("| REGISTERs the registrar saw after the flap | \(flapRequests) (\(count) users) |")
+        print("| datagrams dropped at the registrar during the flap | \(flap.drops) |")
+        print("")
+        print("Wake-ups (context switches, all threads) over the same \(idleSeconds) s windows:\n")
+        print(
+            "| process | window without a refresh: per minute | window with the refresh of \(refreshes) bindings: per minute | CPU (both windows) |"
+        )
+        print("|---|---|---|---|")
+        let labels = [
+            "`netres run`, \(count) accounts, background", "baseline: Swift program awaiting an empty AsyncStream",
+            "baseline with the runtime taken off libdispatch (`idle-baseline quiet`)",
+            "baresip 1.0 (Debian), 1 account",
+        ]
+        for (index, label) in labels.enumerated() {
+            let cpu = quiet[index].cpu + withRefresh[index].cpu
+            print(
+                "| \(label) | \(format1(quiet[index].perMinute)) | \(format1(withRefresh[index].perMinute)) | \(cpu) |")
+        }
+        print("")
+    }
+
+    /// Seconds from `after` until every user `prefix<i>` got a 200 OK stamped after it; throws
+    /// past `bound` seconds. Polls the registrar's log every 200 ms.
+    private func waitForAll(_ lab: SIPLab, prefix: String, count: Int, after: Double, bound: Double) throws -> Double {
+        let deadline = ContinuousClock.now + .milliseconds(Int64(bound * 1000))
+        while ContinuousClock.now < deadline {
+            let bound = lab.registrarLog().filter {
+                $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.realtime > after
+            }
+            if Set(bound.map(\.user)).count >= count, let last = bound.map(\.realtime).max() { return last - after }
+            usleep(200_000)
+        }
+        throw BenchError("not all \(count) accounts \(prefix)… bound within \(Int(bound)) s; see \(lab.directory.path)")
+    }
+}

@@ -1,0 +1,80 @@
+/// How fast one registrar gets REGISTERs: a window of transactions in flight that grows with
+/// clean answers and halves on retransmissions, under a rate ceiling.
+///
+/// A pure value (time is a parameter): ``RegistrarPacer`` performs its decisions. Invariants:
+/// - at most `Int(window)` transactions are in flight, and `1 ≤ window ≤ maximumWindow`;
+/// - while a transaction is in flight, two starts are at least `1 / ceiling` seconds apart (with
+///   none in flight the last one was answered already, so the next starts at once: a burst is
+///   what the ceiling bounds, and a clock that stands still in a test never holds a lone request);
+/// - an answer without a retransmission adds one to the window (so after a flap the window
+///   opens as fast as the registrar answers: it is clocked by its responses); an answer that
+///   needed a retransmission, or none at all, halves it: the registrar (or its socket buffer)
+///   is behind, and more requests would be dropped.
+public struct PacingWindow: Hashable, Sendable {
+    /// The knobs; the defaults suit a Kamailio with two UDP workers and its default buffers.
+    public struct Settings: Hashable, Sendable {
+        /// Most REGISTER transactions started per second (a ceiling, not a target).
+        public var ceiling: Int
+        /// The window a registrar starts with (and returns to after nothing is in flight).
+        public var initialWindow: Int
+        /// The largest window, whatever the answers (stays well under a socket buffer's worth).
+        public var maximumWindow: Int
+
+        public init(ceiling: Int = 2000, initialWindow: Int = 8, maximumWindow: Int = 64) {
+            self.ceiling = min(max(ceiling, 1), 100_000)
+            self.maximumWindow = min(max(maximumWindow, 1), 10_000)
+            self.initialWindow = min(max(initialWindow, 1), self.maximumWindow)
+        }
+    }
+
+    public enum Decision: Hashable, Sendable {
+        /// Start now (``start(at:)`` records it).
+        case start
+        /// The window has room but the ceiling says not before this instant.
+        case wait(until: ContinuousClock.Instant)
+        /// The window is full: wait for an answer.
+        case full
+    }
+
+    public let settings: Settings
+    public private(set) var window: Double
+    public private(set) var inFlight = 0
+    private var lastStart: ContinuousClock.Instant?
+
+    public init(settings: Settings = Settings()) {
+        self.settings = settings
+        self.window = Double(settings.initialWindow)
+    }
+
+    private var spacing: Duration { .seconds(1) / settings.ceiling }
+
+    public func decide(at now: ContinuousClock.Instant) -> Decision {
+        guard inFlight < Int(window) else { return .full }
+        if inFlight > 0, let last = lastStart, last + spacing > now { return .wait(until: last + spacing) }
+        return .start
+    }
+
+    public mutating func start(at now: ContinuousClock.Instant) {
+        inFlight += 1
+        lastStart = now
+    }
+
+    /// How a transaction ended, for the window.
+    public enum Ending: Hashable, Sendable {
+        /// Its first transmission was answered.
+        case answered
+        /// It needed a retransmission, or got no answer at all.
+        case retransmitted
+        /// It was cancelled here (new epoch, shutdown): says nothing about the registrar.
+        case abandoned
+    }
+
+    public mutating func finish(_ ending: Ending) {
+        inFlight = max(inFlight - 1, 0)
+        switch ending {
+        case .answered: window = min(window + 1, Double(settings.maximumWindow))
+        case .retransmitted: window = max(window / 2, 1)
+        case .abandoned: break
+        }
+    }
+}

@@ -1,0 +1,342 @@
+internal import Logging
+public import ResilienceCore
+internal import Synchronization
+
+/// Calls placed, held, resumed and ended by this end (RFC 3261 §13–§15, RFC 3264 offer/answer).
+extension SIPUserAgent {
+    /// The calls that are not over, with their phase.
+    public var activeCalls: [CallID: CallPhase] { calls.mapValues(\.phase) }
+
+    /// Places a call to `target` through the account's flow (the registrar is the outbound
+    /// proxy) with `media` giving the offer. Returns once the call is answered and ACKed.
+    /// - Throws: `PluginError`: permanent when the far end rejects the call (the call is
+    ///   reported ended with the status), retryable when no answer came in time.
+    @discardableResult
+    public func placeCall(to target: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath)
+        async throws -> CallID
+    {
+        let flow = try await flow(for: path)
+        let id = CallID(randomToken())
+        let dialog = Dialog(callID: randomToken(), localTag: randomToken(), isSecure: target.hasPrefix("sips:"))
+        guard dialogs.insert(dialog, owner: account.callService(id)) else {
+            throw PluginError("too many dialogs to place a call")
+        }
+        calls[id] = SIPCall(
+            id: id, isOutgoing: true, peer: target, dialogID: dialog.id,
+            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media, phase: .outgoing)
+        report(id, trigger: "api")
+        do {
+            try await sendInvite(id, over: flow, hold: false)
+        } catch {
+            if calls[id]?.phase != .ended { end(id, trigger: "remote", reason: "\(error)") }
+            throw error
+        }
+        return id
+    }
+
+    /// Holds the call for `reason` with a re-INVITE offering `sendonly` (`inactive` when the far
+    /// end already holds us). A call already held for another reason only records this one.
+    public func hold(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
+        guard var call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
+            throw PluginError.permanent("no established call \(id)")
+        }
+        let wasHeld = !call.holdReasons.isEmpty
+        call.holdReasons.insert(reason)
+        calls[id] = call
+        guard !wasHeld else { return }
+        do {
+            try await sendInvite(id, over: try await flow(for: path), hold: true)
+        } catch {
+            calls[id]?.holdReasons.remove(reason)
+            throw error
+        }
+    }
+
+    /// Withdraws `reason` for holding the call; the last reason gone resumes it with `sendrecv`.
+    /// A call that stays held (the user still holds it) is re-offered as held only when the
+    /// address moved: the policy drops a restore's `reinvite-call` that a `resume-call` covers.
+    public func resume(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
+        guard var call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
+        guard call.holdReasons.remove(reason) != nil else { return }
+        calls[id] = call
+        let flow = try await flow(for: path)
+        guard call.holdReasons.isEmpty else {
+            if call.offerAnswer.lastSent?.connection?.address != flow.localHost {
+                try await sendInvite(id, over: flow, hold: true)
+            }
+            return
+        }
+        do {
+            try await sendInvite(id, over: flow, hold: false)
+        } catch {
+            calls[id]?.holdReasons.insert(reason)
+            throw error
+        }
+    }
+
+    /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
+    /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
+    /// an incoming one not yet answered.
+    public func hangUp(_ id: CallID, path: NetworkPath) async throws {
+        guard let call = calls[id] else { return }
+        if let pending = call.pendingInvite {
+            pending.transaction.respond(
+                pending.request.makeResponse(status: 603, reason: "Decline", toTag: call.dialogID.localTag),
+                at: clock.now)
+            end(id, trigger: "api", reason: "603")
+            return
+        }
+        let flow = try await flow(for: path)
+        guard call.dialogID.remoteTag != nil else {
+            // Still ringing out: CANCEL it (§9.1); the INVITE's 487 then ends nothing more.
+            end(id, trigger: "api", reason: "CANCEL")
+            if let invite = call.outgoingInvite { try await sendCancel(of: invite, over: flow) }
+            return
+        }
+        let request = inDialogRequest("BYE", call: call, flow: flow)
+        // The dialog leaves the table with the call; the BYE's CSeq continues from its copy.
+        guard var dialog = dialogs[call.dialogID] else { return }
+        end(id, trigger: "api", reason: "BYE")
+        _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) { dialog.nextLocalCSeq() }
+    }
+
+    /// CANCEL for an INVITE still without a final response (§9.1): the INVITE's Request-URI,
+    /// top Via (same branch), Route, From, To and Call-ID, its CSeq number with method CANCEL.
+    private func sendCancel(of invite: SIPMessage, over flow: SIPTransport) async throws {
+        var cancel = SIPMessage.request("CANCEL", uri: invite.requestURI ?? "")
+        if let via = invite.headers["Via"] { cancel.headers.add("Via", via) }
+        for name in ["Max-Forwards", "From", "To", "Call-ID"] {
+            if let value = invite.headers[name] { cancel.headers.add(name, value) }
+        }
+        for route in invite.headers.values("Route") { cancel.headers.add("Route", route) }
+        cancel.headers.add("CSeq", "\(invite.cseq?.number ?? 1) CANCEL")
+        do {
+            _ = try await runNonInviteTransaction(cancel, over: flow, table: table, timers: timers, clock: clock)
+        } catch {
+            throw PluginError(
+                "no answer to the CANCEL of \(invite.headers["Call-ID"].map { LogText.escaped($0, limit: 64) } ?? "?")")
+        }
+    }
+
+    /// A request in the call's dialog (§12.2.1.1): Request-URI the remote target, Route the
+    /// route set, From/To with both tags. Via, CSeq and Max-Forwards are added by `exchange`.
+    func inDialogRequest(_ method: String, call: SIPCall, flow: SIPTransport) -> SIPMessage {
+        let dialog = dialogs[call.dialogID]
+        var request = SIPMessage.request(method, uri: dialog?.remoteTarget ?? call.peer)
+        for route in dialog?.routeSet ?? [] { request.headers.add("Route", route) }
+        request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(call.dialogID.localTag)")
+        request.headers.add("To", "<\(call.peer)>" + (call.dialogID.remoteTag.map { ";tag=\($0)" } ?? ""))
+        request.headers.add("Call-ID", call.dialogID.callID)
+        request.headers.add("CSeq", "0 \(method)")
+        request.headers.add("Contact", "<\(contactURI(on: flow))>")
+        return request
+    }
+
+    /// Sends an INVITE (initial or re-INVITE) with an offer and waits for its final answer:
+    /// digest challenges answered, 491 retried after ``GlareWait``, 481/408 to a re-INVITE end
+    /// the call (reported lost, no BYE), any other failure rolls the offer back (RFC 6141).
+    func sendInvite(_ id: CallID, over flow: SIPTransport, hold: Bool) async throws {
+        guard calls[id]?.inviteInFlight == false else {
+            throw PluginError("an INVITE transaction is already running in call \(id)")
+        }
+        calls[id]?.inviteInFlight = true
+        defer { calls[id]?.inviteInFlight = false }
+        var glareRetries = 0
+        var challenges = 0
+        var generator = SystemRandomNumberGenerator()
+        while true {
+            guard var call = calls[id] else { throw CancellationError() }
+            let isReinvite = call.dialogID.remoteTag != nil
+            let sections = try await call.media.describe(
+                localAddress: flow.localHost, direction: hold ? .sendonly : .sendrecv, answering: nil)
+            guard let current = calls[id] else { throw CancellationError() }
+            call = current
+            let offer: SessionDescription
+            do {
+                offer = try call.offerAnswer.offer(address: flow.localHost, media: sections, hold: hold)
+            } catch {
+                throw PluginError("call \(id): \(error)")
+            }
+            calls[id] = call
+            var invite = inDialogRequest("INVITE", call: call, flow: flow)
+            let cseq = dialogs.modify(call.dialogID) { _ = $0.nextLocalCSeq() }.flatMap { dialogs[$0]?.localCSeq } ?? 1
+            invite.headers.set("CSeq", "\(cseq) INVITE")
+            invite.headers.add("Allow", Self.allowedMethods)
+            invite.headers.add("Content-Type", "application/sdp")
+            invite.body = Array(offer.serialized().utf8)
+            let uri = invite.requestURI ?? call.peer
+            var request = SIPMessage(startLine: invite.startLine)
+            request.headers.add(
+                "Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+            request.headers.add("Max-Forwards", "70")
+            for field in invite.headers { request.headers.add(field.name, field.value) }
+            if let credentials = authorizationHeader(method: "INVITE", uri: uri) {
+                request.headers.add(credentials.name, credentials.value)
+            }
+            request.body = invite.body
+            calls[id]?.outgoingInvite = request
+            let final = await runInvite(request, call: id, over: flow)
+            calls[id]?.outgoingInvite = nil
+            guard let response = final else {
+                calls[id]?.offerAnswer.rollback()
+                if isReinvite { throw PluginError("no answer to the re-INVITE of call \(id)") }
+                end(id, trigger: "timeout", reason: "408")
+                throw PluginError("no answer to the INVITE of call \(id)")
+            }
+            let status = response.status ?? 0
+            if (200..<300).contains(status) {
+                try await answered(id, response: response, glareRetries: glareRetries, trigger: "remote")
+                return
+            }
+            calls[id]?.offerAnswer.rollback()
+            switch status {
+            case 401 where challenges < 2, 407 where challenges < 2:
+                challenges += 1
+                let name = status == 401 ? "WWW-Authenticate" : "Proxy-Authenticate"
+                guard let challenge = DigestChallenge.best(of: response.headers.values(name)) else {
+                    throw Self.failure(response, "INVITE")
+                }
+                auth = AuthState(challenge: challenge, isProxy: status == 407)
+            case 491 where isReinvite && glareRetries < GlareWait.maximumRetries:
+                glareRetries += 1
+                let wait = GlareWait.duration(ownsCallID: call.isOutgoing, using: &generator)
+                logger.notice("sip.call-glare", metadata: ["call": "\(id)", "wait": "\(wait)"])
+                try await clock.sleep(until: clock.now + wait, tolerance: nil)
+            case 481 where isReinvite, 408 where isReinvite:
+                end(id, trigger: "remote", reason: "\(status)")
+                throw Self.failure(response, "re-INVITE")
+            default:
+                if !isReinvite { end(id, trigger: "remote", reason: "\(status)") }
+                throw Self.failure(response, isReinvite ? "re-INVITE" : "INVITE")
+            }
+        }
+    }
+
+    /// Runs one INVITE client transaction and returns its final response (nil: none came).
+    /// A 2xx is ACKed at once; the transaction keeps running in the background for timer M,
+    /// and every retransmitted 2xx is ACKed again.
+    private func runInvite(_ invite: SIPMessage, call id: CallID, over flow: SIPTransport) async -> SIPMessage? {
+        let (events, sink) = AsyncStream.makeStream(of: InviteClientEvent.self)
+        let (table, timers, clock) = (self.table, self.timers, self.clock)
+        Task {
+            await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
+        }
+        var iterator = events.makeAsyncIterator()
+        while let event = await iterator.next() {
+            switch event {
+            case .provisional(let response):
+                if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
+            case .answered(let response):
+                let ack = ackFor(invite, response: response, call: id, flow: flow)
+                try? await flow.send(ack)
+                Task {
+                    while let later = await iterator.next() {
+                        if case .answeredAgain = later { try? await flow.send(ack) }
+                    }
+                }
+                return response
+            case .rejected(let response): return response
+            case .answeredAgain: break
+            case .failed: return nil
+            }
+        }
+        return nil
+    }
+
+    private func ackFor(_ invite: SIPMessage, response: SIPMessage, call id: CallID, flow: SIPTransport) -> SIPMessage {
+        guard let call = calls[id] else { return invite }
+        var routeSet = dialogs[call.dialogID]?.routeSet ?? []
+        var target = dialogs[call.dialogID]?.remoteTarget
+        if call.dialogID.remoteTag == nil {
+            routeSet = response.headers.listValues("Record-Route").reversed()
+            target = response.headers.listValues("Contact").first.map(extractURI)
+        }
+        return SIPMessage.ackFor2xx(
+            invite: invite, response: response, routeSet: routeSet, remoteTarget: target ?? call.peer,
+            via: "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+    }
+
+    /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session.
+    private func answered(_ id: CallID, response: SIPMessage, glareRetries: Int, trigger: String) async throws {
+        guard var call = calls[id] else { return }
+        let toTag = response.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+        if let newID = dialogs.modify(
+            call.dialogID,
+            { dialog in
+                if let toTag { dialog.confirm(remoteTag: toTag) }
+                dialog.update(fromResponse: response)
+            })
+        {
+            call.dialogID = newID
+        }
+        let negotiated: NegotiatedMedia?
+        do {
+            let answer = try SessionDescription.parse(response.body)
+            negotiated = try call.offerAnswer.received(answer: answer)
+        } catch {
+            call.offerAnswer.rollback()
+            calls[id] = call
+            logger.warning("sip.call-bad-answer", metadata: ["call": "\(id)", "error": "\(error)"])
+            return
+        }
+        call.phase = call.confirmedPhase
+        calls[id] = call
+        if let negotiated { try? await call.media.negotiated(negotiated) }
+        report(id, trigger: trigger, glareRetries: glareRetries)
+    }
+
+    /// Publishes the call's current phase.
+    func report(_ id: CallID, trigger: String, _ note: String? = nil, glareRetries: Int = 0) {
+        guard let call = calls[id] else { return }
+        publish(
+            CallEvent(
+                call: id, phase: call.phase, trigger: trigger, peer: call.peer, reason: note,
+                glareRetries: glareRetries,
+                direction: call.isOutgoing ? .outgoing : .incoming))
+    }
+
+    /// To the public stream and to the plugin (which turns it into service reports).
+    private func publish(_ event: CallEvent) {
+        callEventSink.yield(event)
+        callObserver.withLock { $0 }?(event)
+    }
+
+    /// Re-INVITEs an established call over the flow for `path` (after an address change or a
+    /// restored path): new Contact, new `c=`/`m=` from the media session (which rebinds), the
+    /// same hold state (a held call is re-offered as held).
+    ///
+    /// A re-INVITE of ours still pending (the network changed again) is superseded: CANCELled
+    /// when it went out on this same flow (a flow that was replaced took its transaction with
+    /// it), and awaited for at most 64×T1 before the new one goes.
+    public func reinvite(_ id: CallID, path: NetworkPath) async throws {
+        guard let call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
+            throw PluginError.permanent("no established call \(id)")
+        }
+        let flow = try await flow(for: path)
+        if call.inviteInFlight, let pending = call.outgoingInvite {
+            logger.notice("sip.call-reinvite-superseded", metadata: ["call": "\(id)"])
+            if pending.headers["Via"]?.contains(" \(flow.sentBy);") == true {
+                try? await sendCancel(of: pending, over: flow)
+            }
+            let deadline = clock.now + timers.transactionTimeout
+            while calls[id]?.inviteInFlight == true, clock.now < deadline {
+                try await clock.sleep(until: clock.now + timers.t1, tolerance: nil)
+            }
+        }
+        try await sendInvite(id, over: flow, hold: !(calls[id]?.holdReasons.isEmpty ?? true))
+    }
+
+    /// The call is over: its dialog leaves the table, its media closes, the end is reported.
+    func end(_ id: CallID, trigger: String, reason: String) {
+        guard var call = calls.removeValue(forKey: id) else { return }
+        dialogs.remove(call.dialogID)
+        call.phase = .ended
+        let media = call.media
+        Task { await media.close() }
+        logger.info("sip.call-ended", metadata: ["call": "\(id)", "reason": "\(LogText.escaped(reason, limit: 64))"])
+        publish(
+            CallEvent(
+                call: id, phase: .ended, trigger: trigger, peer: call.peer, reason: reason,
+                direction: call.isOutgoing ? .outgoing : .incoming))
+    }
+}

@@ -1,0 +1,227 @@
+internal import Logging
+public import ResilienceCore
+
+/// Requests the far end sends about calls: a new INVITE (rung with 180 at once), re-INVITE and
+/// UPDATE (target refresh and a new offer), ACK for our 2xx, BYE. Everything here is hostile
+/// input: a request missing what a dialog needs is answered 400, an offer that does not parse
+/// or negotiate 488, a second offer while one is open 491, a request for no dialog 481.
+extension SIPUserAgent {
+    /// Serves an inbound call request; false when `request` is not one (the caller answers it).
+    func handleCallRequest(_ request: SIPMessage, transaction: ServerTransaction?) async -> Bool {
+        let method = request.method?.uppercased() ?? ""
+        guard ["INVITE", "ACK", "BYE", "UPDATE", "CANCEL"].contains(method) else { return false }
+        let now = clock.now
+        let reply: (SIPMessage) -> Void = { transaction?.respond($0, at: now) }
+        guard let callID = request.headers["Call-ID"],
+            let fromTag = request.headers["From"].flatMap({ SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }),
+            let cseq = request.cseq, cseq.method == method || method == "ACK" || method == "CANCEL"
+        else {
+            if method != "ACK" { reply(request.makeResponse(status: 400, reason: "Bad Request", toTag: randomToken())) }
+            return true
+        }
+        let toTag = request.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+        if method == "CANCEL" {
+            // The transaction layer answered 200 and the INVITE 487; the call is over.
+            if let id = calls.first(where: { $0.value.dialogID.callID == callID && $0.value.pendingInvite != nil })?.key
+            {
+                calls[id]?.pendingInvite = nil
+                end(id, trigger: "remote", reason: "CANCEL")
+            } else if transaction != nil {
+                reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist"))
+            }
+            return true
+        }
+        if method == "INVITE", toTag == nil {
+            incomingInvite(request, callID: callID, fromTag: fromTag, transaction: transaction, reply: reply)
+            return true
+        }
+        guard let toTag,
+            case .dialog(let dialogID, _) = dialogs.match(callID: callID, localTag: toTag, remoteTag: fromTag),
+            let id = calls.first(where: { $0.value.dialogID == dialogID })?.key
+        else {
+            if method != "ACK" { reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")) }
+            return true
+        }
+        switch method {
+        case "ACK":
+            if calls[id]?.awaitingAck == cseq.number { calls[id]?.awaitingAck = nil }
+        case "BYE":
+            guard dialogs.modify(dialogID, { _ = $0.accept(request: request, cseq: cseq.number) }) != nil else { break }
+            reply(request.makeResponse(status: 200, reason: "OK"))
+            end(id, trigger: "remote", reason: "BYE")
+        default:
+            await remoteOffer(request, call: id, cseq: cseq.number, reply: reply, transaction: transaction)
+        }
+        return true
+    }
+
+    /// A new call: checked, rung with 180 at once, reported `incoming`; the app answers it.
+    private func incomingInvite(
+        _ request: SIPMessage, callID: String, fromTag: String, transaction: ServerTransaction?,
+        reply: (SIPMessage) -> Void
+    ) {
+        let localTag = randomToken()
+        guard let transaction, request.headers.listValues("Contact").first != nil, let from = request.headers["From"]
+        else {
+            reply(request.makeResponse(status: 400, reason: "Bad Request", toTag: localTag))
+            return
+        }
+        var offerAnswer = SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999))
+        do {
+            try offerAnswer.received(offer: try SessionDescription.parse(request.body))
+        } catch {
+            logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
+            reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
+            return
+        }
+        var dialog = Dialog(callID: callID, localTag: localTag)
+        dialog.confirm(remoteTag: fromTag)
+        _ = dialog.accept(request: request, cseq: request.cseq?.number ?? 0)
+        dialog.routeSet = request.headers.listValues("Record-Route")
+        let id = CallID(randomToken())
+        guard dialogs.insert(dialog, owner: account.callService(id)) else {
+            reply(request.makeResponse(status: 486, reason: "Busy Here", toTag: localTag))
+            return
+        }
+        var state = SIPCall(
+            id: id, isOutgoing: false, peer: extractURI(from), dialogID: dialog.id, offerAnswer: offerAnswer,
+            media: RTPEchoSession(), phase: .incoming)
+        state.pendingInvite = (request, transaction)
+        state.inviteInFlight = true
+        calls[id] = state
+        var ringing = request.makeResponse(status: 180, reason: "Ringing", toTag: localTag)
+        if let transport { ringing.headers.add("Contact", "<\(contactURI(on: transport))>") }
+        reply(ringing)
+        report(id, trigger: "remote")
+    }
+
+    /// Answers a ringing incoming call with `media` (200 with our SDP answer, resent until ACK).
+    public func answer(_ id: CallID, media: any MediaSession = RTPEchoSession(), path: NetworkPath) async throws {
+        guard let call = calls[id], let pending = call.pendingInvite else {
+            throw PluginError.permanent("no incoming call \(id) to answer")
+        }
+        let flow = try await flow(for: path)
+        calls[id]?.pendingInvite = nil
+        // The app's media session replaces the placeholder the ringing call held.
+        calls[id] = SIPCall(
+            id: id, isOutgoing: false, peer: call.peer, dialogID: call.dialogID, offerAnswer: call.offerAnswer,
+            media: media, phase: .incoming)
+        calls[id]?.inviteInFlight = true
+        await sendAnswer(to: pending.request, call: id, flow: flow) { pending.transaction.respond($0, at: $1) }
+    }
+
+    /// Rejects a ringing incoming call with `status` (486 Busy Here by default).
+    public func reject(_ id: CallID, status: Int = 486) throws {
+        guard let call = calls[id], let pending = call.pendingInvite else {
+            throw PluginError.permanent("no incoming call \(id) to reject")
+        }
+        let code = min(max(status, 400), 699)
+        pending.transaction.respond(
+            pending.request.makeResponse(status: code, reason: "Rejected", toTag: call.dialogID.localTag),
+            at: clock.now)
+        end(id, trigger: "api", reason: "\(code)")
+    }
+
+    /// A re-INVITE or UPDATE with an offer (RFC 3311 for UPDATE): 491 while our own INVITE is
+    /// out, 488 for an offer that does not parse, else our answer at the current hold state.
+    private func remoteOffer(
+        _ request: SIPMessage, call id: CallID, cseq: UInt32, reply: (SIPMessage) -> Void,
+        transaction: ServerTransaction?
+    ) async {
+        guard var call = calls[id], let transaction else { return }
+        let isInvite = request.method?.uppercased() == "INVITE"
+        if isInvite, call.inviteInFlight {
+            reply(request.makeResponse(status: 491, reason: "Request Pending"))
+            return
+        }
+        guard dialogs.modify(call.dialogID, { _ = $0.accept(request: request, cseq: cseq) }) != nil else { return }
+        do {
+            try call.offerAnswer.received(offer: try SessionDescription.parse(request.body))
+        } catch OfferAnswerError.offerPending {
+            reply(request.makeResponse(status: 491, reason: "Request Pending"))
+            return
+        } catch {
+            logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
+            reply(request.makeResponse(status: 488, reason: "Not Acceptable Here"))
+            return
+        }
+        call.inviteInFlight = isInvite || call.inviteInFlight
+        calls[id] = call
+        guard let flow = transport else {
+            calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
+            reply(request.makeResponse(status: 500, reason: "No Flow"))
+            return
+        }
+        await sendAnswer(to: request, call: id, flow: flow) { transaction.respond($0, at: $1) }
+    }
+
+    /// Writes our answer to the open remote offer and sends it in a 2xx; for an INVITE the 2xx
+    /// is resent (``AnswerRetransmission``) until the ACK arrives or 64×T1 passes.
+    private func sendAnswer(
+        to request: SIPMessage, call id: CallID, flow: SIPTransport,
+        respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
+    ) async {
+        guard let call = calls[id], case .remoteOfferReceived(let offer) = call.offerAnswer.state else { return }
+        let isInvite = request.method?.uppercased() == "INVITE"
+        let hold = !call.holdReasons.isEmpty
+        let sections: [SessionDescription.Media]
+        do {
+            sections = try await call.media.describe(
+                localAddress: flow.localHost, direction: SDPOfferAnswer.answerDirection(to: offer, hold: hold),
+                answering: offer)
+        } catch {
+            calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
+            respond(request.makeResponse(status: 488, reason: "Not Acceptable Here"), clock.now)
+            return
+        }
+        guard var current = calls[id],
+            let (answer, negotiated) = try? current.offerAnswer.answer(
+                address: flow.localHost, media: sections, hold: hold)
+        else { return }
+        var ok = request.makeResponse(status: 200, reason: "OK", toTag: current.dialogID.localTag)
+        ok.headers.add("Contact", "<\(contactURI(on: flow))>")
+        ok.headers.add("Allow", Self.allowedMethods)
+        ok.headers.add("Content-Type", "application/sdp")
+        ok.body = Array(answer.serialized().utf8)
+        current.phase = current.confirmedPhase
+        current.inviteInFlight = false
+        if isInvite { current.awaitingAck = request.cseq?.number }
+        calls[id] = current
+        respond(ok, clock.now)
+        if let negotiated { try? await current.media.negotiated(negotiated) }
+        report(id, trigger: "remote")
+        if isInvite { retransmitUntilAck(ok, call: id, respond: respond) }
+    }
+
+    /// Resends our 2xx on the lent clock until `awaitingAck` clears; no ACK by 64×T1 ends the
+    /// call with BYE semantics left to the app (reported ended, `"no ACK"`).
+    private func retransmitUntilAck(
+        _ ok: SIPMessage, call id: CallID, respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
+    ) {
+        let clock = self.clock
+        let timers = self.timers
+        Task { [weak self] in
+            var machine = AnswerRetransmission(timers: timers)
+            var deadlines: [AnswerRetransmission.Timer: ContinuousClock.Instant] = [:]
+            var actions = machine.start(at: clock.now)
+            for _ in 0..<64 {
+                for action in actions {
+                    switch action {
+                    case .resend: respond(ok, clock.now)
+                    case .arm(let timer, let at): deadlines[timer] = at
+                    case .ackTimedOut:
+                        await self?.end(id, trigger: "timeout", reason: "no ACK")
+                        return
+                    }
+                }
+                guard let (timer, at) = deadlines.min(by: { $0.value < $1.value }) else { return }
+                deadlines[timer] = nil
+                do { try await clock.sleep(until: at, tolerance: nil) } catch { return }
+                guard let self, await self.isAwaitingAck(id) else { return }
+                actions = machine.timerFired(timer, at: clock.now)
+            }
+        }
+    }
+
+    private func isAwaitingAck(_ id: CallID) -> Bool { calls[id]?.awaitingAck != nil }
+}

@@ -1,0 +1,48 @@
+import Testing
+
+@testable import SIPPlugin
+
+/// The pure parts of the call layer: RFC 3261 §14.1's glare wait and who holds a call.
+struct SIPCallTests {
+    @Test(arguments: [(true, Duration.milliseconds(2_100), Duration.seconds(4)), (false, .zero, .seconds(2))])
+    func glareWaitStaysInTheRFCWindow(ownsCallID: Bool, low: Duration, high: Duration) {
+        var generator = SystemRandomNumberGenerator()
+        let waits = (0..<2_000).map { _ in GlareWait.duration(ownsCallID: ownsCallID, using: &generator) }
+        #expect(waits.allSatisfy { $0 >= low && $0 <= high })
+        // Random, not fixed: both ends of the window are reached within 2,000 draws (a miss has
+        // odds below e^-100).
+        #expect(waits.min()! < low + .milliseconds(100))
+        #expect(waits.max()! > high - .milliseconds(100))
+    }
+
+    func call(remoteOffer direction: SessionDescription.Direction?) throws -> SIPCall {
+        var offerAnswer = SDPOfferAnswer(sessionID: 7)
+        if let direction {
+            var media = SessionDescription.Media(kind: "audio", port: 4000, transport: "RTP/AVP", formats: ["0"])
+            media.direction = direction
+            let offer = SessionDescription(
+                origin: .init(sessionID: 9, version: 1, connection: .init(address: "198.18.0.9")),
+                connection: .init(address: "198.18.0.9"), media: [media])
+            try offerAnswer.received(offer: offer)
+            _ = try offerAnswer.answer(address: "198.18.0.1", media: [media], hold: false)
+        }
+        return SIPCall(
+            id: CallID("c"), isOutgoing: true, peer: "sip:far@198.18.0.9",
+            dialogID: Dialog.ID(callID: "x", localTag: "l"),
+            offerAnswer: offerAnswer, media: RTPEchoSession(), phase: .active)
+    }
+
+    /// The far end's offered direction, why we hold, and the phase that makes.
+    static let holdCases: [(SessionDescription.Direction, [HoldReason], CallPhase)] = [
+        (.sendrecv, [], .active), (.sendonly, [], .remotelyHeld), (.inactive, [], .remotelyHeld),
+        (.sendrecv, [.user], .held), (.sendonly, [.interruption], .held), (.sendrecv, [.user, .interruption], .held),
+    ]
+
+    @Test(arguments: 0..<holdCases.count)
+    func phaseFollowsWhoHolds(index: Int) throws {
+        let (remote, reasons, phase) = Self.holdCases[index]
+        var state = try call(remoteOffer: remote)
+        state.holdReasons = Set(reasons)
+        #expect(state.confirmedPhase == phase)
+    }
+}
