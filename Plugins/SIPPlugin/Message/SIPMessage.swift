@@ -54,6 +54,11 @@ public struct SIPMessage: Hashable, Sendable {
         return SIPParameters.parse(afterFirstSemicolon: via)["branch"]
     }
 
+    /// The `tag` parameter of a `From` or `To` header (nil when the header or its tag is absent).
+    func tag(in header: String) -> String? {
+        headers[header].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+    }
+
     /// Serializes with CRLF line ends and a `Content-Length` that matches the body.
     public func serialized() -> [UInt8] {
         var text: String

@@ -90,8 +90,9 @@ final class TransactionTable: Sendable {
         guard let branch = response.topViaBranch, let method = response.cseq?.method else { return .unknown }
         let key = Key(branch: branch, method: method)
         let found: (Entry?, Bool) = state.withLock { state in
-            state.absorbing = state.absorbing.filter { $0.value > now }
-            return (state.open[key], state.absorbing[key] != nil)
+            // An expired entry only waits for `close` to evict it (earliest deadline first), so a
+            // lookup suffices here: no scan of the table on every response.
+            (state.open[key], state.absorbing[key].map { $0 > now } ?? false)
         }
         if let entry = found.0 {
             entry.sink.yield(.response(response))

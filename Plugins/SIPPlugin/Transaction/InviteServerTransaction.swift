@@ -110,7 +110,7 @@ struct InviteServerTransaction {
 
     /// The To tag of the last response sent, if it carried one (a 100 Trying does not).
     var toTag: String? {
-        lastResponse?.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+        lastResponse?.tag(in: "To")
     }
 
     /// A matching CANCEL arrived (§9.2): a Proceeding INVITE is answered `487`, with the To tag

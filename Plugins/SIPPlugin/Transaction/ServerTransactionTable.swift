@@ -226,7 +226,7 @@ final class ServerTransactionTable: Sendable {
         if let branch = request.topViaBranch, branch.hasPrefix("z9hG4bK") {
             return Key(branch: branch, sentBy: sentBy, method: method)
         }
-        let fromTag = request.headers["From"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] } ?? ""
+        let fromTag = request.tag(in: "From") ?? ""
         let number = request.cseq.map { "\($0.number)" } ?? (request.headers["CSeq"] ?? "")
         let legacy = "\(request.headers["Call-ID"] ?? "")|\(number) \(method)|\(fromTag)"
         return Key(branch: legacy, sentBy: sentBy, method: method)

@@ -259,7 +259,7 @@ extension SIPUserAgent {
     /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session.
     private func answered(_ id: CallID, response: SIPMessage, glareRetries: Int, trigger: String) async throws {
         guard var call = calls[id] else { return }
-        let toTag = response.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+        let toTag = response.tag(in: "To")
         if let newID = dialogs.modify(
             call.dialogID,
             { dialog in

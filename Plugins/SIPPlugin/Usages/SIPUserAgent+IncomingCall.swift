@@ -13,13 +13,13 @@ extension SIPUserAgent {
         let now = clock.now
         let reply: (SIPMessage) -> Void = { transaction?.respond($0, at: now) }
         guard let callID = request.headers["Call-ID"],
-            let fromTag = request.headers["From"].flatMap({ SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }),
+            let fromTag = request.tag(in: "From"),
             let cseq = request.cseq, cseq.method == method || method == "ACK" || method == "CANCEL"
         else {
             if method != "ACK" { reply(request.makeResponse(status: 400, reason: "Bad Request", toTag: randomToken())) }
             return true
         }
-        let toTag = request.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+        let toTag = request.tag(in: "To")
         if method == "CANCEL" {
             // The transaction layer answered 200 and the INVITE 487; the call is over.
             if let id = calls.first(where: { $0.value.dialogID.callID == callID && $0.value.pendingInvite != nil })?.key

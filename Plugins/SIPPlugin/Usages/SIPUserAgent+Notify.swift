@@ -20,14 +20,11 @@ extension SIPUserAgent {
     /// fails permanently (`rejected`, `noresource`, `invariant`), so status shows the truth.
     func received(request: SIPMessage, reply: @Sendable (SIPMessage) -> Void) {
         guard request.method?.uppercased() == "NOTIFY" else { return }
-        let tag = { (header: String) in
-            request.headers[header].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
-        }
-        guard let callID = request.headers["Call-ID"], let ourTag = tag("To") else {
+        guard let callID = request.headers["Call-ID"], let ourTag = request.tag(in: "To") else {
             reply(request.makeResponse(status: 481, reason: "Subscription Does Not Exist"))
             return
         }
-        guard let theirTag = tag("From"), let cseq = request.cseq?.number else {
+        guard let theirTag = request.tag(in: "From"), let cseq = request.cseq?.number else {
             reply(request.makeResponse(status: 400, reason: "Bad Request"))
             return
         }

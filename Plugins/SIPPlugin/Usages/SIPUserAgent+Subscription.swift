@@ -49,7 +49,7 @@ extension SIPUserAgent {
             let status = response.status ?? 0
             switch status {
             case 200..<300:
-                let toTag = response.headers["To"].flatMap { SIPParameters.parse(afterFirstSemicolon: $0)["tag"] }
+                let toTag = response.tag(in: "To")
                 current.dialogID =
                     dialogs.modify(current.dialogID) { dialog in
                         if let toTag { dialog.confirm(remoteTag: toTag) }
