@@ -48,10 +48,10 @@ extension ScaleBenchmark {
         let dropsBefore = try lab.registrarDrops()
         let upAt = try lab.flapClientLink(downSeconds: 3)
         let recovery = try waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
+        let flapLog = lab.registrarLog()
         let flap = span(
-            lab.registrarLog(), prefix: prefix, count: count, after: upAt, drops: try lab.registrarDrops() - dropsBefore
-        )
-        let flapRequests = lab.registrarLog().filter {
+            flapLog, prefix: prefix, count: count, after: upAt, drops: try lab.registrarDrops() - dropsBefore)
+        let flapRequests = flapLog.filter {
             $0.kind == "REGISTER" && $0.user.hasPrefix(prefix) && $0.realtime > upAt
         }.count
 

@@ -8,8 +8,7 @@ public struct LabEvent: Hashable, Sendable, CustomStringConvertible {
     public var backend: FaultBackend
 
     public var description: String {
-        let milliseconds = at.components.seconds * 1000 + at.components.attoseconds / 1_000_000_000_000_000
-        return "+\(milliseconds)ms \(what) [\(backend)]"
+        "+\(milliseconds(at))ms \(what) [\(backend)]"
     }
 }
 

@@ -77,7 +77,7 @@ public actor LabRegistrar {
         while ContinuousClock.now < deadline {
             if await lab.exitStatus(of: started) != nil { break }
             if FileManager.default.fileExists(atPath: controlSocket), (try? await kamcmd(["core.uptime"])) != nil {
-                await lab.recordRegistrar("registrar started")
+                await lab.record("registrar started", backend: .kamailio)
                 return
             }
             try await Task.sleep(for: .milliseconds(50))
@@ -95,7 +95,7 @@ public actor LabRegistrar {
         pid = nil
         await lab.stop(running)
         try? FileManager.default.removeItem(atPath: controlSocket)
-        await lab.recordRegistrar("registrar stopped")
+        await lab.record("registrar stopped", backend: .kamailio)
     }
 
     /// ``stop()``, then ``start()``: the registrar comes back with no bindings.
@@ -130,7 +130,7 @@ public actor LabRegistrar {
         case .dropNextRegisterOK: try await kamcmd(["htable.seti", "faults", "drop200", "1"])
         case .reject481NextInDialog: try await kamcmd(["htable.seti", "faults", "reject481", "1"])
         }
-        await lab.recordRegistrar("\(fault) armed", backend: .kamailio)
+        await lab.record("\(fault) armed", backend: .kamailio)
     }
 }
 
@@ -159,9 +159,5 @@ extension NetworkLab {
         let registrar = try LabRegistrar(lab: self, host: host, directory: directory + "/registrar-\(host.name)")
         try await registrar.start()
         return registrar
-    }
-
-    func recordRegistrar(_ what: String, backend: FaultBackend = .kamailio) {
-        record(what, backend: backend)
     }
 }

@@ -169,7 +169,9 @@ extension NetworkLab {
         if duration > .zero { try await Task.sleep(for: duration) }
     }
 
-    func milliseconds(_ duration: Duration) -> Int64 {
-        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
-    }
+}
+
+/// Whole milliseconds of `duration` (truncated), as faults and the timeline print them.
+func milliseconds(_ duration: Duration) -> Int64 {
+    duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
 }
