@@ -155,8 +155,3 @@ func realtime() -> Double {
     clock_gettime(CLOCK_REALTIME, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
-
-/// Standard error as a `TextOutputStream`.
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) { FileHandle.standardError.write(Data(string.utf8)) }
-}

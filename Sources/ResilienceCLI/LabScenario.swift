@@ -31,18 +31,9 @@ struct LabScenario: Sendable {
 
     static let keys = ["seed", "registrar", "links", "duration", "timeline"]
 
+    /// Reads the scenario through the policy reader's bounded, located file read.
     static func load(path: String) throws(PolicyFileError) -> LabScenario {
-        guard let data = FileManager.default.contents(atPath: path), data.count <= 1_000_000 else {
-            throw PolicyFileError(
-                .unreadable, file: path, line: 1, column: 1, message: "cannot read the scenario (or over 1 MB)",
-                expected: "a readable YAML file")
-        }
-        guard let text = String(bytes: data, encoding: .utf8) else {
-            throw PolicyFileError(
-                .notUTF8, file: path, line: 1, column: 1, message: "the file is not valid UTF-8", expected: "UTF-8 text"
-            )
-        }
-        return try parse(text, file: path)
+        try parse(try PolicyFile.readText(path: path), file: path)
     }
 
     static func parse(_ text: String, file: String) throws(PolicyFileError) -> LabScenario {

@@ -60,8 +60,7 @@ extension ResilienceCommand {
             do {
                 return try LabScenario.load(path: file)
             } catch {
-                var standardError = StandardError()
-                print(error.description, to: &standardError)
+                printError(error.description)
                 throw ExitCode(1)
             }
         }
@@ -73,8 +72,7 @@ extension ResilienceCommand {
             do {
                 status = try await LabPlayer(scenario: scenario, command: command).play()
             } catch let error as NetworkLabError {
-                var standardError = StandardError()
-                print("netres lab: \(error)", to: &standardError)
+                printError("netres lab: \(error)")
                 throw ExitCode(2)
             }
             if status != 0 { throw ExitCode(status) }

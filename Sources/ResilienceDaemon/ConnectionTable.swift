@@ -46,6 +46,4 @@ final class ConnectionTable: Sendable {
     func remove(_ id: Int) {
         _ = state.withLock { $0.entries.removeValue(forKey: id) }
     }
-
-    var count: Int { state.withLock { $0.entries.count } }
 }
