@@ -276,9 +276,9 @@ public actor ResilienceManager: Service {
             nextWakeUp: await scheduler.nextWakeUp, queuedTriggers: queue.count, damping: dampingStatus())
     }
 
-    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil, isRelease: Bool = false) {
+    func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {
         guard !isShuttingDown else { return }
-        queue.append(QueuedTrigger(trigger: trigger, transition: transition, isRelease: isRelease))
+        queue.append(QueuedTrigger(trigger: trigger, transition: transition))
         wake.continuation.yield()
     }
 }

@@ -63,10 +63,11 @@ public actor WakeUpScheduler {
     private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
     private var lastRefresh: [ServiceID: ContinuousClock.Instant] = [:]
     private var random: SplitMix64
-    private var inForeground: Bool
     private var lastWakeUp: ContinuousClock.Instant?
     /// When the app last left the foreground; nil in the foreground.
     private var backgroundSince: ContinuousClock.Instant?
+    /// Foreground exactly when no background period is running.
+    private var inForeground: Bool { backgroundSince == nil }
     private var timer = DeadlineTimer()
     private var stopped = false
 
@@ -85,7 +86,6 @@ public actor WakeUpScheduler {
         onDue: @escaping @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
     ) {
         self.clock = clock
-        self.inForeground = appState == .foreground
         self.backgroundSince = appState == .foreground ? nil : clock.now
         self.configuration = configuration
         self.onDue = onDue
@@ -150,11 +150,9 @@ public actor WakeUpScheduler {
     /// Foreground or not decides whether the minimum background interval applies. The manager
     /// passes the rules engine's app state after each app event is decided.
     public func setAppState(_ state: AppState) {
-        let wasInForeground = inForeground
-        inForeground = state == .foreground
-        if inForeground {
+        if state == .foreground {
             backgroundSince = nil
-        } else if wasInForeground {
+        } else if backgroundSince == nil {
             backgroundSince = clock.now
         }
         rearm()
