@@ -1,5 +1,6 @@
 internal import Foundation
 import Glibc
+import NIOPosix
 import ResilienceRuntime
 import ServiceLifecycle
 
@@ -60,17 +61,20 @@ public struct SystemdNotifier: Sendable {
 
 /// Sends `WATCHDOG=1` at once and then every half watchdog interval, each time only after the
 /// manager answered a status request: a wedged manager stops the pings and systemd restarts it.
+/// Sleeps on an ``EventLoopClock``, never `Task.sleep`: one `Task.sleep` starts libdispatch's
+/// once-a-second pool monitor for good (see `QuietConcurrencyRuntime`).
 struct WatchdogPinger: Service {
     let notifier: SystemdNotifier
     let manager: ResilienceManager
 
     func run() async throws {
         guard let interval = notifier.watchdogInterval else { return }
+        let clock = EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 _ = await manager.status()
                 notifier.notify("WATCHDOG=1")
-                try? await Task.sleep(for: interval / 2)
+                try? await clock.sleep(for: interval / 2)
             }
         }
     }
