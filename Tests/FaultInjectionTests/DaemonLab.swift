@@ -5,10 +5,9 @@ import NetworkLab
 /// The SIP fault suites' lab: NetworkLab's ``ClientAndRegistrar`` (host `client`, link `nrc0`,
 /// Kamailio in host `registrar`), with the built `netres run` as the client.
 ///
-/// The client routes IPv4 only, as these suites were written for: its IPv6 default route is
-/// removed at the start and ``flapClientLink(downFor:)`` puts back only the IPv4 one. (With both,
-/// a link's return is two route messages: `restored`, then `changed(default-route)` that
-/// supersedes the restore's actions.)
+/// The client routes IPv4 only (`ipv6Route: false`), as these suites were written for: with an
+/// IPv6 default route too, a link's return is two route messages, `restored` and then
+/// `changed(default-route)`, and the second supersedes the first's actions.
 ///
 /// Invariants: the lab owns every process (clients, Kamailio) and namespace, and removes them when
 /// ``with(_:)`` returns or throws (clients first, so they unregister, Kamailio last).
@@ -25,13 +24,7 @@ extension DaemonLab {
 
     /// Runs `body` with a lab whose registrar is up.
     static func with<R: Sendable>(_ body: (DaemonLab) async throws -> R) async throws -> R {
-        try await withNetworkLab { lab in try await body(ipv4Only(lab.addClientAndRegistrar())) }
-    }
-
-    /// `lab` with the client's IPv6 default route removed.
-    private static func ipv4Only(_ lab: DaemonLab) async throws -> DaemonLab {
-        try await lab.lab.ip(in: lab.client, ["route del ::/0 dev \(lab.initial.interface)"])
-        return lab
+        try await withNetworkLab { lab in try await body(lab.addClientAndRegistrar(ipv6Route: false)) }
     }
 
     /// Runs `body` with a lab whose registrar also listens for TLS on 5061, with a server certificate
@@ -42,7 +35,7 @@ extension DaemonLab {
         try await withNetworkLab { lab in
             let certificates = try RegistrarTLS(directory: lab.directory, server: tls)
             let options = RegistrarOptions(tlsConfiguration: certificates.kamailioConfiguration)
-            return try await body(ipv4Only(lab.addClientAndRegistrar(options: options)), certificates)
+            return try await body(lab.addClientAndRegistrar(options: options, ipv6Route: false), certificates)
         }
     }
 
@@ -84,25 +77,9 @@ extension DaemonLab {
             in: client, [Self.netres, "ctl", "--socket", controlSocket(of: user)] + arguments, timeout: .seconds(5))
     }
 
-    /// Takes the client's link admin-down for `downtime`, then up with its IPv4 default route back in
-    /// one `ip -batch`; realtime instants just before it went down and just before it came up.
-    func flapClientLink(downFor downtime: Duration = .seconds(2)) async throws -> (down: Double, up: Double) {
-        let downAt = realtime()
-        try await lab.linkDown(link)
-        try await Task.sleep(for: downtime)
-        let upAt = realtime()
-        try await clientUp()
-        return (downAt, upAt)
-    }
-
-    /// Brings the client's link up with its IPv4 default route back, in one `ip -batch`.
-    func clientUp() async throws {
-        try await lab.ip(
-            in: client,
-            [
-                "link set \(initial.interface) up",
-                "route replace default via \(initial.gateway4) dev \(initial.interface) metric \(link.metric)",
-            ])
+    /// ``flapClientLink(downFor:)`` for 2 s, the suites' usual flap.
+    func flapClientLink() async throws -> (down: Double, up: Double) {
+        try await flapClientLink(downFor: .seconds(2))
     }
 
     /// Moves the client to a new address, make-before-break (``Fault/addressChange(_:_:)``); the new

@@ -41,7 +41,7 @@ struct FlapStormFaultTests {
             while flaps < 200, ContinuousClock.now - storm < .seconds(40) {
                 try await lab.lab.linkDown(lab.link)
                 try await Task.sleep(for: .milliseconds(40))
-                try await lab.clientUp()
+                try await lab.bringClientUp()
                 try await Task.sleep(for: .milliseconds(40))
                 flaps += 1
             }
