@@ -50,9 +50,12 @@ extension NetworkLab {
     /// Adds hosts `client` and `registrar`, joins them with a link named `link` (the client's default
     /// route), and starts Kamailio in `registrar` with `options`.
     ///
-    /// - Parameter ipv6Route: false leaves the client an IPv4 default route only. With both, a link's
-    ///   return reaches a monitor as two route messages (IPv4, then IPv6): a path `restored` and then
-    ///   `changed(default-route)`, where a single-stack client sees one restore.
+    /// - Parameters:
+    ///   - name: the client's interface name (the registrar's end is `name` + `p`).
+    ///   - options: how Kamailio starts (``RegistrarOptions``).
+    ///   - ipv6Route: false leaves the client an IPv4 default route only. With both, a link's return
+    ///     reaches a monitor as two route messages (IPv4, then IPv6): a path `restored` and then
+    ///     `changed(default-route)`, where a single-stack client sees one restore.
     public func addClientAndRegistrar(
         link name: String = "nrc0", options: RegistrarOptions = .init(), ipv6Route: Bool = true
     ) async throws -> ClientAndRegistrar {

@@ -201,7 +201,9 @@ public enum RegistrarFault: Sendable, CustomStringConvertible {
 
 extension NetworkLab {
     /// Starts Kamailio in `host`, which gets the registrar's service addresses on its loopback.
-    /// - Parameter options: the digest algorithm, and a TLS listener (``RegistrarOptions``).
+    /// - Parameters:
+    ///   - host: the lab host Kamailio runs in.
+    ///   - options: the digest algorithm, memory, and a TLS listener (``RegistrarOptions``).
     public func startRegistrar(in host: LabHost, options: RegistrarOptions = .init()) async throws -> LabRegistrar {
         try await addServiceAddresses(to: host)
         let registrar = try LabRegistrar(
