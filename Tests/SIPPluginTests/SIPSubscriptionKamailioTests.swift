@@ -17,12 +17,12 @@ struct SIPSubscriptionKamailioTests {
     func waitFor(
         _ agent: SIPUserAgent, _ service: ServiceID, _ condition: (SubscriptionStatus) -> Bool
     ) async -> SubscriptionStatus {
-        for _ in 0..<250 {
-            let status = await agent.subscriptionStatus(service)
-            if condition(status) { return status }
-            try? await Task.sleep(for: .milliseconds(20))
+        var status = await agent.subscriptionStatus(service)
+        _ = await eventually(within: .seconds(5), every: .milliseconds(20)) {
+            status = await agent.subscriptionStatus(service)
+            return condition(status)
         }
-        return await agent.subscriptionStatus(service)
+        return status
     }
 
     @Test func regAndSelfPresenceSubscriptionsReceiveNotifies() async throws {
