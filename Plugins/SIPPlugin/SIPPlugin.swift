@@ -46,7 +46,8 @@ public final class SIPPlugin: ResiliencePlugin {
     ///     the registrar answers and no faster).
     ///   - callSurvivalBudget: the policy's `call-survival-budget`: a call whose path was lost
     ///     longer is ended with BYE when the path returns (zero: never).
-    ///   - metricsFactory: where the call instruments (``CallMetrics``) come from; nil for the
+    ///   - metricsFactory: where the call instruments (`netres.calls.recovered`, `netres.calls.lost`,
+    ///     `netres.call.recovery`) come from; nil for the
     ///     bootstrapped `MetricsSystem`.
     ///   - logger: SIP transactions and flows log here; never a password.
     public init(

@@ -26,7 +26,10 @@ extension SIPUserAgent {
     /// A re-INVITE of ours still pending (the network changed again) is superseded: CANCELled
     /// when it went out on this same flow (a flow that was replaced took its transaction with
     /// it), and awaited for at most 64×T1 before the new one goes.
-    /// - Parameter loss: the last loss of the path (`PluginContext.lastPathLoss`), nil for none.
+    /// - Parameters:
+    ///   - id: the call.
+    ///   - path: the path now; the flow and the media address come from it.
+    ///   - loss: the last loss of the path (`PluginContext.lastPathLoss`), nil for none.
     public func reinvite(_ id: CallID, path: NetworkPath, after loss: Range<ContinuousClock.Instant>? = nil)
         async throws
     {
