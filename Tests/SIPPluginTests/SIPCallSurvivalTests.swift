@@ -161,4 +161,16 @@ struct SIPCallSurvivalTests {
             #expect(lab.sipp.received("BYE") == 0)
         }
     }
+
+    @Test func anyOtherFailureOfTheRecoveryKeepsTheOldSession() async throws {
+        try await withCall("uas-reinvite-500", budget: .seconds(30)) { lab in
+            await #expect(throws: PluginError.self) { try await lab.reinviteCall() }
+            #expect(await lab.agent.activeCalls[lab.call] == .active, "RFC 6141: the session goes on")
+            try await lab.agent.hangUp(lab.call, path: loopbackPath())
+            #expect(await lab.sipp.exitStatus(within: 10) == 0, "sipp: \(lab.sipp.errors.suffix(800))")
+            #expect(lab.sipp.received("BYE") == 1, "only the hang-up's BYE")
+            let ended = await lab.recorder.events(until: { $0.phase == .ended }).last
+            #expect(ended?.reason == "BYE" && ended?.trigger == "api")
+        }
+    }
 }
