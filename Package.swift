@@ -181,7 +181,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceCLITests",
-            dependencies: ["ResilienceCore"],
+            dependencies: ["ChildProcesses", "ResilienceCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(
