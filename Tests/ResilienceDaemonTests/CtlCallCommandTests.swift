@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import ResilienceDaemon
 import Synchronization
@@ -14,22 +15,15 @@ private let builtNetres = Bundle.main.bundleURL.appendingPathComponent("netres")
     .timeLimit(.minutes(1))
 )
 struct CtlCallCommandTests {
-    /// Runs `netres ctl ARGUMENTS --socket S` on its own thread; exit status and stdout.
+    /// Runs `netres ctl ARGUMENTS --socket S` on its own thread (never Foundation's `Process`:
+    /// see `ChildProcess.run`); exit code and stdout.
     func ctl(_ arguments: [String], socket: String) async throws -> (Int32, String) {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
                 continuation.resume(
                     with: Result {
-                        let process = Process()
-                        process.executableURL = URL(fileURLWithPath: builtNetres)
-                        process.arguments = ["ctl"] + arguments + ["--socket", socket]
-                        let out = Pipe()
-                        process.standardOutput = out
-                        process.standardError = FileHandle.nullDevice
-                        try process.run()
-                        let data = out.fileHandleForReading.readDataToEndOfFile()
-                        process.waitUntilExit()
-                        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+                        let finished = try ChildProcess.run([builtNetres, "ctl"] + arguments + ["--socket", socket])
+                        return (finished.exitCode, finished.output)
                     })
             }
         }
