@@ -1,0 +1,94 @@
+import Foundation
+import NetworkLab
+
+/// What a fault-matrix cell observes outside the client: packets the phone tried to send to the
+/// registrar (an nft counter in the phone's output hook, ahead of any fault's drop rules), whether
+/// the wifi path is usable, and the registrar's bindings and subscriptions.
+struct FaultMatrixProbe {
+    let lab: NetworkLab
+    let phone: LabHost
+    let wifi: LabLink
+    let registrar: LabRegistrar
+    let users: [String]
+
+    /// Installs the counter: every packet the phone sends towards the registrar's addresses.
+    func installCounter() async throws {
+        let rules = [
+            "nft add table inet matrix",
+            "nft add chain inet matrix out '{ type filter hook output priority -300; }'",
+            "nft add rule inet matrix out ip daddr \(LabAddress.service4) counter",
+            "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) counter",
+        ]
+        try await lab.run(in: phone, ["sh", "-c", rules.joined(separator: " && ")])
+    }
+
+    /// One sample: the packets counted so far, and whether wifi was usable (present, up, with
+    /// carrier and a default route), read by one process so both belong to the same moment.
+    func sample() async throws -> (sent: Int, wifiUsable: Bool) {
+        let script =
+            "ip -o link show dev wifi 2>/dev/null; echo ROUTES; ip route show default dev wifi 2>/dev/null;"
+            + " echo COUNTER; nft list chain inet matrix out"
+        let text = try await lab.run(in: phone, ["sh", "-c", script])
+        let parts = text.components(separatedBy: "ROUTES")
+        let link = parts.first ?? ""
+        let routes = parts.dropFirst().first?.components(separatedBy: "COUNTER").first ?? ""
+        let usable = link.contains("LOWER_UP") && link.contains(",UP") && routes.contains("default")
+        let words = text.components(separatedBy: "COUNTER").last?.split(whereSeparator: \.isWhitespace) ?? []
+        var sent = 0
+        for (i, word) in words.enumerated() where word == "packets" && i + 1 < words.count {
+            sent += Int(words[i + 1]) ?? 0
+        }
+        return (sent, usable)
+    }
+
+    /// Packets sent while wifi was seen unusable in two samples in a row, sampling every ~100 ms
+    /// while `body` runs (at most 600 samples).
+    func sentWhileDown(during body: () async throws -> Void) async throws -> (sent: Int, downSamples: Int) {
+        let samples = Task {
+            var taken: [(sent: Int, wifiUsable: Bool)] = []
+            while !Task.isCancelled, taken.count < 600 {
+                if let one = try? await sample() { taken.append(one) }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+            return taken
+        }
+        do { try await body() } catch {
+            samples.cancel()
+            throw error
+        }
+        samples.cancel()
+        let taken = await samples.value
+        var sent = 0
+        var down = 0
+        for (before, after) in zip(taken, taken.dropFirst()) where !before.wifiUsable && !after.wifiUsable {
+            sent += after.sent - before.sent
+            down += 1
+        }
+        return (sent, down)
+    }
+
+    /// Each account bound exactly once at wifi's current address, and its subscriptions as the
+    /// policy allows in `state` (presence of others only in the foreground): the last SUBSCRIBE per
+    /// package has a non-zero Expires (or none) and came from the current address, or, for
+    /// presence outside the foreground, `Expires: 0`. Nil when converged, else what is missing.
+    func divergence(state: String) async throws -> String? {
+        let address = await lab.addresses(of: wifi).ipv4
+        let bindings = try await registrar.bindings()
+        let requests = registrar.requests()
+        for user in users {
+            let mine = bindings.filter { $0.contact.contains("\(user)@") }.map(\.contact)
+            guard mine.count == 1, mine[0].contains("@\(address):") else { return "\(user) bound at \(mine)" }
+            for package in ["reg", "message-summary", "presence"] {
+                let last = requests.last { $0.kind == "SUBSCRIBE" && $0.user == user && $0.fields["event"] == package }
+                guard let last else { return "\(user): no \(package) SUBSCRIBE" }
+                let ended = last.fields["expires"] == "0"
+                if package == "presence" && state != "foreground" {
+                    if !ended { return "\(user): presence still subscribed in \(state)" }
+                } else if ended || !(last.fields["src"] ?? "").hasPrefix("\(address):") {
+                    return "\(user): \(package) last SUBSCRIBE \(last.fields)"
+                }
+            }
+        }
+        return nil
+    }
+}
