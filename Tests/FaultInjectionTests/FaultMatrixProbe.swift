@@ -22,30 +22,46 @@ struct FaultMatrixProbe {
         try await lab.run(in: phone, ["sh", "-c", rules.joined(separator: " && ")])
     }
 
-    /// One sample: the packets counted so far, and whether wifi was usable (present, up, with
-    /// carrier and a default route), read by one process so both belong to the same moment.
-    func sample() async throws -> (sent: Int, wifiUsable: Bool) {
+    /// One sample, by one process: the packets counted, whether wifi was usable (present, up, with
+    /// carrier and a default route), and the packets counted again after that check, so every
+    /// packet sent while the check held falls between two samples' counts.
+    func sample() async throws -> Sample {
         let script =
-            "ip -o link show dev wifi 2>/dev/null; echo ROUTES; ip route show default dev wifi 2>/dev/null;"
-            + " echo COUNTER; nft list chain inet matrix out"
+            "nft list chain inet matrix out; echo LINK; ip -o link show dev wifi 2>/dev/null; echo ROUTES;"
+            + " ip route show default dev wifi 2>/dev/null; echo COUNTER; nft list chain inet matrix out"
         let text = try await lab.run(in: phone, ["sh", "-c", script])
-        let parts = text.components(separatedBy: "ROUTES")
-        let link = parts.first ?? ""
-        let routes = parts.dropFirst().first?.components(separatedBy: "COUNTER").first ?? ""
-        let usable = link.contains("LOWER_UP") && link.contains(",UP") && routes.contains("default")
-        let words = text.components(separatedBy: "COUNTER").last?.split(whereSeparator: \.isWhitespace) ?? []
-        var sent = 0
-        for (i, word) in words.enumerated() where word == "packets" && i + 1 < words.count {
-            sent += Int(words[i + 1]) ?? 0
+        func packets(_ listing: some StringProtocol) -> Int {
+            let words = listing.split(whereSeparator: \.isWhitespace)
+            var sent = 0
+            for (i, word) in words.enumerated() where word == "packets" && i + 1 < words.count {
+                sent += Int(words[i + 1]) ?? 0
+            }
+            return sent
         }
-        return (sent, usable)
+        let (head, rest) = split(text, at: "LINK")
+        let (link, afterLink) = split(rest, at: "ROUTES")
+        let (routes, tail) = split(afterLink, at: "COUNTER")
+        let usable = link.contains("LOWER_UP") && link.contains(",UP") && routes.contains("default")
+        return Sample(before: packets(head), wifiUsable: usable, after: packets(tail))
     }
 
-    /// Packets sent while wifi was seen unusable in two samples in a row, sampling every ~100 ms
-    /// while `body` runs (at most 600 samples).
+    struct Sample {
+        var before: Int
+        var wifiUsable: Bool
+        var after: Int
+    }
+
+    private func split(_ text: String, at marker: String) -> (String, String) {
+        guard let range = text.range(of: marker) else { return (text, "") }
+        return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
+    }
+
+    /// Packets sent while wifi was seen unusable in two samples in a row (sampling every ~100 ms
+    /// while `body` runs, at most 600 samples), leaving out the first such pair after the path
+    /// went: the client needs a moment to hear of the loss from netlink.
     func sentWhileDown(during body: () async throws -> Void) async throws -> (sent: Int, downSamples: Int) {
         let samples = Task {
-            var taken: [(sent: Int, wifiUsable: Bool)] = []
+            var taken: [Sample] = []
             while !Task.isCancelled, taken.count < 600 {
                 if let one = try? await sample() { taken.append(one) }
                 try? await Task.sleep(for: .milliseconds(100))
@@ -60,9 +76,13 @@ struct FaultMatrixProbe {
         let taken = await samples.value
         var sent = 0
         var down = 0
-        for (before, after) in zip(taken, taken.dropFirst()) where !before.wifiUsable && !after.wifiUsable {
-            sent += after.sent - before.sent
-            down += 1
+        var pairs = zip(taken, taken.dropFirst()).makeIterator()
+        var previousWasDown = false
+        while let (first, second) = pairs.next() {
+            let bothDown = !first.wifiUsable && !second.wifiUsable
+            if bothDown && previousWasDown { sent += second.before - first.after }
+            if bothDown { down += 1 }
+            previousWasDown = bothDown
         }
         return (sent, down)
     }
