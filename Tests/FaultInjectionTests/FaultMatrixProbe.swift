@@ -16,6 +16,10 @@ struct FaultMatrixProbe {
         let rules = [
             "nft add table inet matrix",
             "nft add chain inet matrix out '{ type filter hook output priority -300; }'",
+            // First: TCP segments that only close a connection (FIN or RST, e.g. the kernel ending
+            // a transport the client abandoned), counted apart from everything else.
+            "nft add rule inet matrix out ip daddr \(LabAddress.service4) tcp flags \\& \\(fin \\| rst\\) != 0 counter accept",
+            "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) tcp flags \\& \\(fin \\| rst\\) != 0 counter accept",
             "nft add rule inet matrix out ip daddr \(LabAddress.service4) counter",
             "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) counter",
         ]
@@ -30,25 +34,30 @@ struct FaultMatrixProbe {
             "nft list chain inet matrix out; echo LINK; ip -o link show dev wifi 2>/dev/null; echo ROUTES;"
             + " ip route show default dev wifi 2>/dev/null; echo COUNTER; nft list chain inet matrix out"
         let text = try await lab.run(in: phone, ["sh", "-c", script])
-        func packets(_ listing: some StringProtocol) -> Int {
+        /// The counters in rule order: the first two count closing segments, the rest everything else.
+        func counters(_ listing: some StringProtocol) -> [Int] {
             let words = listing.split(whereSeparator: \.isWhitespace)
-            var sent = 0
-            for (i, word) in words.enumerated() where word == "packets" && i + 1 < words.count {
-                sent += Int(words[i + 1]) ?? 0
+            return words.indices.filter { words[$0] == "packets" && $0 + 1 < words.count }.map {
+                Int(words[$0 + 1]) ?? 0
             }
-            return sent
         }
+        func packets(_ listing: some StringProtocol) -> Int { counters(listing).dropFirst(2).reduce(0, +) }
+        func closing(_ listing: some StringProtocol) -> Int { counters(listing).prefix(2).reduce(0, +) }
         let (head, rest) = split(text, at: "LINK")
         let (link, afterLink) = split(rest, at: "ROUTES")
         let (routes, tail) = split(afterLink, at: "COUNTER")
         let usable = link.contains("LOWER_UP") && link.contains(",UP") && routes.contains("default")
-        return Sample(before: packets(head), wifiUsable: usable, after: packets(tail))
+        return Sample(
+            before: packets(head), wifiUsable: usable, after: packets(tail), closingBefore: closing(head),
+            closingAfter: closing(tail))
     }
 
     struct Sample {
         var before: Int
         var wifiUsable: Bool
         var after: Int
+        var closingBefore = 0
+        var closingAfter = 0
     }
 
     private func split(_ text: String, at marker: String) -> (String, String) {
@@ -59,7 +68,9 @@ struct FaultMatrixProbe {
     /// Packets sent while wifi was seen unusable in two samples in a row (sampling every ~100 ms
     /// while `body` runs, at most 600 samples), leaving out the first such pair after the path
     /// went: the client needs a moment to hear of the loss from netlink.
-    func sentWhileDown(during body: () async throws -> Void) async throws -> (sent: Int, downSamples: Int) {
+    func sentWhileDown(
+        during body: () async throws -> Void
+    ) async throws -> (sent: Int, closing: Int, downSamples: Int) {
         let samples = Task {
             var taken: [Sample] = []
             while !Task.isCancelled, taken.count < 600 {
@@ -75,16 +86,20 @@ struct FaultMatrixProbe {
         samples.cancel()
         let taken = await samples.value
         var sent = 0
+        var closing = 0
         var down = 0
         var pairs = zip(taken, taken.dropFirst()).makeIterator()
         var previousWasDown = false
         while let (first, second) = pairs.next() {
             let bothDown = !first.wifiUsable && !second.wifiUsable
-            if bothDown && previousWasDown { sent += second.before - first.after }
+            if bothDown && previousWasDown {
+                sent += second.before - first.after
+                closing += second.closingBefore - first.closingAfter
+            }
             if bothDown { down += 1 }
             previousWasDown = bothDown
         }
-        return (sent, down)
+        return (sent, closing, down)
     }
 
     /// Each account bound exactly once at wifi's current address, and its subscriptions as the
