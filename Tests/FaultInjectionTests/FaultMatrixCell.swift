@@ -32,8 +32,9 @@ enum FaultMatrixCell: String, CaseIterable, Sendable {
     }
 
     /// How long the cell may take to converge: a lost 200 OK over TCP is only noticed when the
-    /// REGISTER transaction times out (64 × T1 = 32 s, RFC 3261 Timer F), so that row gets 45 s.
-    var convergeBound: Duration { self == .droppedOK ? .seconds(45) : .seconds(30) }
+    /// REGISTER transaction times out (64 × T1 = 32 s, RFC 3261 Timer F), after the ~20 s the
+    /// runtime damps a suspended cell's quick app-state changes, so that row gets 60 s.
+    var convergeBound: Duration { self == .droppedOK ? .seconds(60) : .seconds(30) }
 
     /// The registrar fault armed before the link fault, if any.
     var registrarFault: RegistrarFault? {
