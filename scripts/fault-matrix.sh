@@ -50,7 +50,8 @@ wall=$(( $(date +%s) - start ))
     echo "still shows FAIL here): after quick successive flow changes (interface switch and back, renumbering,"
     echo "an address change under a rate limit) a SUBSCRIBE can keep waiting for a REGISTER on the new flow that"
     echo "no rule sends (SIPPlugin \`SIPUserAgent+Subscription.swift\`); after a netlink overrun the client can"
-    echo "re-SUBSCRIBE in a storm (59 requests per account in one run)."
+    echo "re-SUBSCRIBE in a storm (59 requests per account in one run); in background, one packet (not a bare"
+    echo "TCP segment) sometimes leaves towards the registrar during a carrier loss or rename (unidentified)."
 } > FAULT-MATRIX.md
 cat FAULT-MATRIX.md
 # Why each failed cell failed (the test's own messages), on standard error.

@@ -16,10 +16,14 @@ struct FaultMatrixProbe {
         let rules = [
             "nft add table inet matrix",
             "nft add chain inet matrix out '{ type filter hook output priority -300; }'",
-            // First: TCP segments that only close a connection (FIN or RST, e.g. the kernel ending
-            // a transport the client abandoned), counted apart from everything else.
+            // First, counted apart: TCP segments the kernel sends on its own, carrying no SIP:
+            // those that close a connection (FIN or RST, ending a transport the client abandoned)
+            // and bare ACKs or keep-alive probes (no payload: at most 52 bytes over IPv4 with
+            // timestamps, 32 bytes of IPv6 payload).
             "nft add rule inet matrix out ip daddr \(LabAddress.service4) tcp flags \\& \\(fin \\| rst\\) != 0 counter accept",
             "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) tcp flags \\& \\(fin \\| rst\\) != 0 counter accept",
+            "nft add rule inet matrix out ip daddr \(LabAddress.service4) meta l4proto tcp ip length \\<= 52 counter accept",
+            "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) meta l4proto tcp ip6 length \\<= 32 counter accept",
             "nft add rule inet matrix out ip daddr \(LabAddress.service4) counter",
             "nft add rule inet matrix out ip6 daddr \(LabAddress.service6) counter",
         ]
@@ -34,15 +38,15 @@ struct FaultMatrixProbe {
             "nft list chain inet matrix out; echo LINK; ip -o link show dev wifi 2>/dev/null; echo ROUTES;"
             + " ip route show default dev wifi 2>/dev/null; echo COUNTER; nft list chain inet matrix out"
         let text = try await lab.run(in: phone, ["sh", "-c", script])
-        /// The counters in rule order: the first two count closing segments, the rest everything else.
+        /// The counters in rule order: the first four count the kernel's own TCP segments, the rest everything else.
         func counters(_ listing: some StringProtocol) -> [Int] {
             let words = listing.split(whereSeparator: \.isWhitespace)
             return words.indices.filter { words[$0] == "packets" && $0 + 1 < words.count }.map {
                 Int(words[$0 + 1]) ?? 0
             }
         }
-        func packets(_ listing: some StringProtocol) -> Int { counters(listing).dropFirst(2).reduce(0, +) }
-        func closing(_ listing: some StringProtocol) -> Int { counters(listing).prefix(2).reduce(0, +) }
+        func packets(_ listing: some StringProtocol) -> Int { counters(listing).dropFirst(4).reduce(0, +) }
+        func closing(_ listing: some StringProtocol) -> Int { counters(listing).prefix(4).reduce(0, +) }
         let (head, rest) = split(text, at: "LINK")
         let (link, afterLink) = split(rest, at: "ROUTES")
         let (routes, tail) = split(afterLink, at: "COUNTER")
