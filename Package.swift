@@ -136,7 +136,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", "ResilienceDaemon", log,
+                "NetlinkMonitor", "NetworkLab", "ResilienceDaemon", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
@@ -199,9 +199,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SIPPluginTests",
-            // ResilienceDaemon: the `netres run` integration test reuses the Kamailio harness here.
+            // NetworkLab: the Kamailio registrar on loopback (LabRegistrar), polling (eventually).
+            // ResilienceDaemon: the `netres run` integration test runs against that registrar.
             dependencies: [
-                "ChildProcesses", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
+                "ChildProcesses", "NetworkLab", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
                 "ResilienceTesting", log, lifecycle, metrics, .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // ByteToMessageDecoderVerifier for the stream decoder.

@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import NetworkLab
 
 extension NetlinkBenchmark {
     /// Starts the built `netres watch --json` and, beside it, the baseline — this executable doing
@@ -107,19 +108,35 @@ struct Spawned {
     }
 }
 
-/// Re-runs this executable inside a fresh network namespace and removes the namespace afterwards,
-/// also when the run fails. Returns false when already inside (the caller then does the work).
-func runInsideOwnNamespace(arguments: [String]) throws -> Bool {
+/// Re-runs this executable inside a NetworkLab host of its own (a veth pair `nrb0`/`nrb0p` with
+/// both ends in it, `nrb0` on 198.18.1.2/24 with an IPv4 default route via an on-link gateway),
+/// standard output and error passed through; the lab removes the host afterwards, also when the
+/// run fails. Returns false when already inside (the caller then does the work).
+func runInsideOwnNamespace(arguments: [String]) async throws -> Bool {
     guard ProcessInfo.processInfo.environment["NETRES_BENCH_NAMESPACE"] == nil else { return false }
-    guard getuid() == 0 else { throw BenchError("the netlink benchmark needs root (it creates a network namespace)") }
-    let namespace = "nrbench-\(getpid())"
-    try shell("ip netns add \(namespace)")
-    defer { try? shell("ip netns delete \(namespace)") }
+    guard NetworkLab.isSupported else {
+        throw BenchError("the netlink benchmark needs root and iproute2 (it creates a network namespace)")
+    }
     let me = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-    let status = try Spawned(
-        ["/usr/sbin/ip", "netns", "exec", namespace, "/usr/bin/env", "NETRES_BENCH_NAMESPACE=\(namespace)", me]
-            + arguments
-    ).wait()
-    guard status == 0 else { throw BenchError("benchmark exited \(status)") }
+    try await withNetworkLab { lab in
+        let host = try await lab.addHost("bench")
+        // Both ends in one host: the benchmark's changer flips the peer end with its own socket.
+        let link = try await lab.connect(host, to: host, as: "nrb0", defaultRoute: false)
+        let plan = await lab.addresses(of: link)
+        // An on-link gateway that is not a local address (the peer end's .1 is local here).
+        let gateway = plan.ipv4.split(separator: ".").dropLast().joined(separator: ".") + ".254"
+        try await lab.ip(in: host, ["route add default via \(gateway) dev \(plan.interface)"])
+        let pid = try await lab.spawn(
+            in: host,
+            ["/usr/bin/env", "NETRES_BENCH_NAMESPACE=\(host.namespace)", "NETRES_BENCH_GATEWAY=\(gateway)", me]
+                + arguments, output: nil)
+        var status: Int32?
+        // A hang guard (3 h), not a limit: each change is bounded by the benchmark itself.
+        _ = await eventually(within: .seconds(3 * 3600), every: .milliseconds(200)) {
+            status = await lab.exitStatus(of: pid)
+            return status != nil
+        }
+        guard status == 0 else { throw BenchError("benchmark ended with wait status \(status ?? -1)") }
+    }
     return true
 }

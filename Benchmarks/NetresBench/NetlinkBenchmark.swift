@@ -7,7 +7,8 @@ import Synchronization
 /// Detection latency: from the `RTM_NEWLINK` request that changes a link to (a) the floor — a
 /// bare netlink socket blocked in `recv` — seeing it, (b) the raw event reaching a library
 /// subscriber of `NetlinkMonitor.events()`, (c) the transition reaching a subscriber of
-/// `transitions()`. Runs inside its own network namespace (veth pair, 198.18.0.0/15 only).
+/// `transitions()`. Runs inside a NetworkLab host of its own (``runInsideOwnNamespace(arguments:)``:
+/// veth pair `nrb0`/`nrb0p` both in that host, 198.18.0.0/15 only).
 struct NetlinkBenchmark {
     var changes: Int
     var idleSeconds: Int
@@ -40,14 +41,14 @@ struct NetlinkBenchmark {
     }
 
     func run() async throws {
-        try shell("ip link set lo up")
-        try shell("ip link add nrb0 type veth peer name nrb1")
-        try shell("ip addr add 198.18.0.2/24 dev nrb0")
-        try shell("ip link set nrb1 up")
-        try shell("ip link set nrb0 up")
-        try shell("ip route add default via 198.18.0.1 dev nrb0")
+        // The lab made the pair and the default route (``runInsideOwnNamespace(arguments:)``).
+        let gateway = ProcessInfo.processInfo.environment["NETRES_BENCH_GATEWAY"] ?? ""
+        guard gateway.wholeMatch(of: /198\.18\.\d{1,3}\.\d{1,3}/) != nil else {
+            throw BenchError("NETRES_BENCH_GATEWAY \(gateway.prefix(40)): want a 198.18.x.y address")
+        }
         let local = Int32(if_nametoindex("nrb0"))
-        let peer = Int32(if_nametoindex("nrb1"))
+        let peer = Int32(if_nametoindex("nrb0p"))
+        guard local > 0, peer > 0 else { throw BenchError("nrb0/nrb0p missing: run through `netres-bench netlink`") }
 
         let floor = Recorder<(Int32, UInt32)>()
         let floorSocket = try RawNetlinkSocket(groups: 1)
@@ -85,7 +86,7 @@ struct NetlinkBenchmark {
             }
         }
         // Admin down flushed the default route: bring the path back before the carrier phase.
-        try shell("ip route replace default via 198.18.0.1 dev nrb0")
+        try shell("ip route replace default via \(gateway) dev nrb0")
         _ = paths.wait(after: 0, timeout: .seconds(2)) { if case .restored = $0 { true } else { false } }
         for i in 0..<changes {
             let up = i % 2 == 1

@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 
 extension SIPRecoveryBenchmark {
     /// What a client did after each fault.
@@ -15,39 +16,40 @@ extension SIPRecoveryBenchmark {
 
     /// Starts NetResilience (`netres run --config`, built beside this executable) as user
     /// `netres` and baresip 1.0 (headless: foreground, modules g711, account, menu, ctrl_tcp) as
-    /// user `peer` (unless `peer` is false), both in the client namespace, and waits (≤ 10 s) for
+    /// user `peer` (unless `peer` is false), both in the client host, and waits (≤ 10 s) for
     /// every first binding.
-    func startClients(_ lab: SIPLab, peer: Bool, caFile: String? = nil) throws {
-        let startedAt = realtimeNow() - 1
+    func startClients(_ lab: SIPLab, peer: Bool, caFile: String? = nil) async throws {
+        let startedAt = realtime() - 1
         let netres = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("netres").path
-        let netresConfig = lab.directory.appendingPathComponent("netres.yaml").path
+        let netresConfig = lab.directory + "/netres.yaml"
         try """
         log-format: json
-        control-socket: \(lab.directory.path)/netres.sock
-        interfaces: [nrc0]
+        control-socket: \(lab.directory)/netres.sock
+        interfaces: [\(lab.initial.interface)]
         hold-down: 0
         accounts:
           - name: netres
-            registrar: \(SIPLab.registrarAddress)
-            port: \(transport == "tls" ? 5061 : SIPLab.port)
+            registrar: \(lab.registrarAddress)
+            port: \(transport == "tls" ? RegistrarOptions.tlsPort : lab.port)
             transport: \(transport)
             user: netres
-            domain: \(SIPLab.registrarAddress)
+            domain: \(lab.registrarAddress)
             password: secret-netres
             \(caFile.map { "tls: { ca-file: \($0), server-name: \(Self.tlsServerName) }" } ?? "")
 
         """.write(toFile: netresConfig, atomically: true, encoding: .utf8)
-        try lab.start(
-            in: lab.clientNamespace,
+        try await lab.start(
+            in: lab.client,
             [netres, "run", "--config", netresConfig] + (netresLogLevel.map { ["--log-level", $0] } ?? []),
-            output: lab.directory.appendingPathComponent("netres-client.log").path)
-        if peer { try lab.startBaresip(user: "peer") }
+            output: lab.directory + "/netres-client.log")
+        if peer { try await lab.startBaresip(user: "peer") }
         for user in peer ? ["netres", "peer"] : ["netres"] {
             do {
-                try waitFor(seconds: 10) { registered(lab, user: user, after: startedAt) != nil }
+                try await waitFor(seconds: 10) { registered(lab, user: user, after: startedAt) != nil }
             } catch {
-                throw BenchError("\(user) did not register within 10 s; logs in \(lab.directory.path)")
+                let log = (try? String(contentsOfFile: lab.directory + "/netres-client.log", encoding: .utf8)) ?? ""
+                throw BenchError("\(user) did not register within 10 s; netres said: \(log.suffix(2000))")
             }
         }
     }
@@ -55,24 +57,24 @@ extension SIPRecoveryBenchmark {
     /// The first `REGISTERED` of `user` stamped after `instant` (whose Contact contains `contact`).
     func registered(_ lab: SIPLab, user: String, after instant: Double, contact: String = "") -> Double? {
         lab.registrarLog().first {
-            $0.kind == "REGISTERED" && $0.user == user && $0.realtime > instant
+            $0.kind == "REGISTERED" && $0.user == user && $0.at > instant
                 && (contact.isEmpty || $0.contact.contains(contact))
-        }?.realtime
+        }?.at
     }
 
     /// `flaps` × (client link admin-down for `downSeconds`, then up with its default route put back
     /// in the same command, as DHCP or networkd would), measured for `clients` (user, label). Every
     /// wait is bounded by `peerBound` from the link-up: a missing REGISTER is counted, not awaited.
-    func runFaults(_ lab: SIPLab, clients: [(user: String, name: String)], flaps: Int) throws -> [ClientResult] {
+    func runFaults(_ lab: SIPLab, clients: [(user: String, name: String)], flaps: Int) async throws -> [ClientResult] {
         var results = clients.map { ClientResult(name: $0.name) }
-        let flapsStart = realtimeNow()
+        let flapsStart = realtime()
         for _ in 0..<flaps {
-            let upAt = try lab.flapClientLink(downSeconds: downSeconds)
+            let upAt = try await lab.flapClientLink(downSeconds: downSeconds)
             var line = "flap: up=\(upAt)"
             for (index, client) in clients.enumerated() {
-                let remaining = max(0, peerBound - (realtimeNow() - upAt))
+                let remaining = max(0, peerBound - (realtime() - upAt))
                 var confirmed: Double?
-                try? waitFor(seconds: remaining) {
+                try? await waitFor(seconds: remaining) {
                     confirmed = registered(lab, user: client.user, after: upAt)
                     return confirmed != nil
                 }
@@ -88,47 +90,49 @@ extension SIPRecoveryBenchmark {
         let log = lab.registrarLog()
         for (index, client) in clients.enumerated() {
             results[index].registerRequests =
-                log.filter { $0.kind == "REGISTER" && $0.user == client.user && $0.realtime > flapsStart }.count
+                log.filter { $0.kind == "REGISTER" && $0.user == client.user && $0.at > flapsStart }.count
         }
         return results
     }
 
-    /// `addressChanges` address changes, alternating 198.18.0.2 → 198.18.0.3 → 198.18.0.2 …, each
+    /// `addressChanges` address changes, alternating 198.18.1.2 → 198.18.1.3 → 198.18.1.2 …, each
     /// seen by all `clients`: the new address added, the old one deleted and the default route
     /// replaced, in one shell command (three `ip` runs, as before). Each wait is bounded by
     /// `addressChangeBound` from the change; 2 s after the last client, whether `ul.dump` still
     /// holds the old Contact.
     func changeAddress(_ lab: SIPLab, clients: [(user: String, name: String)], into results: inout [ClientResult])
-        throws
+        async throws
     {
-        let ns = lab.clientNamespace
-        let addresses = [SIPLab.clientAddress, "198.18.0.3"]
+        let ns = lab.client.namespace
+        let (interface, gateway) = (lab.initial.interface, lab.initial.gateway4)
+        let addresses = [lab.initial.ipv4, "198.18.\(lab.link.id).3"]
         for change in 0..<addressChanges {
             let (old, new) = (addresses[change % 2], addresses[(change + 1) % 2])
-            let changeAt = realtimeNow()
+            let route = "route replace default via \(gateway) dev \(interface) metric \(lab.link.metric)"
+            let changeAt = realtime()
             if let gap = addressChangeGap {
-                try lab.ipBatch(
-                    ["address add \(new)/24 dev nrc0"],
-                    then: gap,
-                    ["address del \(old)/24 dev nrc0", "route replace default via \(SIPLab.registrarAddress)"])
+                try await lab.ipBatch(
+                    ["address add \(new)/24 dev \(interface)"], then: gap,
+                    ["address del \(old)/24 dev \(interface)", route])
             } else {
+                // Three `ip` runs, as before: the delete lands after one process start-up.
                 try shell(
-                    "ip -n \(ns) addr add \(new)/24 dev nrc0 && ip -n \(ns) addr del \(old)/24 dev nrc0"
-                        + " && ip -n \(ns) route replace default via \(SIPLab.registrarAddress)")
+                    "ip -n \(ns) addr add \(new)/24 dev \(interface) && ip -n \(ns) addr del \(old)/24 dev \(interface)"
+                        + " && ip -n \(ns) \(route)")
             }
             var line = "address-change: at=\(changeAt) \(old)->\(new)"
             var bound: [Duration?] = []
             for client in clients {
                 var confirmed: Double?
-                try? waitFor(seconds: max(0, addressChangeBound - (realtimeNow() - changeAt))) {
+                try? await waitFor(seconds: max(0, addressChangeBound - (realtime() - changeAt))) {
                     confirmed = registered(lab, user: client.user, after: changeAt, contact: "@\(new):")
                     return confirmed != nil
                 }
                 bound.append(confirmed.map { .microseconds(Int64((($0 - changeAt) * 1e6).rounded())) })
                 line += " \(client.user)=\(confirmed.map { "\($0 - changeAt)" } ?? "none")"
             }
-            sleep(2)
-            let contacts = (try? lab.boundContacts()) ?? []
+            try await Task.sleep(for: .seconds(2))
+            let contacts = (try? await lab.registrar.contacts()) ?? []
             for (index, client) in clients.enumerated() {
                 let removed = !contacts.contains { $0.contains("\(client.user)") && $0.contains("@\(old):") }
                 results[index].addressChanges.append((bound[index], removed))
@@ -173,7 +177,7 @@ extension SIPRecoveryBenchmark {
             |---|---|---|---|---|---|---|---|---|
             \(flapRows.joined(separator: "\n"))
 
-            ### Address changes (198.18.0.2 ⇄ 198.18.0.3; ms from the change to the new Contact bound; bound \
+            ### Address changes (198.18.1.2 ⇄ 198.18.1.3; ms from the change to the new Contact bound; bound \
             \(Int(addressChangeBound)) s)
 
             | client | changes | new Contact bound | p50 | max | each | old binding gone 2 s later (`ul.dump`) |

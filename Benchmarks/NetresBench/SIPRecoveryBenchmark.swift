@@ -1,5 +1,6 @@
 import ChildProcesses
 import Foundation
+import NetworkLab
 
 /// SIP recovery time in a two-namespace lab (``SIPLab``): from the request that brings the client
 /// link back up to the registrar confirming the re-REGISTER, for NetResilience (`netres run`)
@@ -17,7 +18,7 @@ struct SIPRecoveryBenchmark {
     var flaps: Int
     /// Flaps for baresip; nil leaves baresip out entirely (not started, no address change).
     var peerFlaps: Int?
-    /// Address changes, alternating 198.18.0.2 → .3 → .2 …; each waits for every client.
+    /// Address changes, alternating 198.18.1.2 → .3 → .2 …; each waits for every client.
     var addressChanges = 1
     /// When set, each address change is one `ip -batch` run fed through a FIFO: the add, this
     /// pause, then the delete and the route, so the delete lands a controlled time after the add
@@ -31,54 +32,55 @@ struct SIPRecoveryBenchmark {
     /// ``TestCertificates`` made for the run; a flap keeps the TLS connection, an address change
     /// needs a new handshake).
     var transport = "udp"
-    var downSeconds: UInt32 = 3
+    var downSeconds = 3
     var peerBound: Double = 30
     var addressChangeBound: Double = 75
 
-    func run() throws {
-        let lab = try SIPLab()
-        defer { lab.tearDown() }
-        let certificates =
-            transport == "tls"
-            ? try TestCertificates(
-                folder: lab.directory.path + "/tls", serverName: Self.tlsServerName,
-                serverAddress: SIPLab.registrarAddress, validity: .valid) : nil
-        try lab.startKamailio(tls: certificates)
-        let floor = try measureFloor(lab)
-        if capture { try startCaptures(lab) }
-        let netres = (user: "netres", name: "NetResilience (`netres run`, hold-down 0, \(transport.uppercased()))")
-        let peer = (user: "peer", name: "baresip 1.0.0 (Debian)")
-        try startClients(lab, peer: peerFlaps != nil, caFile: certificates?.caFile)
-        // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
-        // gets its own (usually shorter) series of the same flaps after NetResilience's.
-        var results = try runFaults(lab, clients: [netres], flaps: flaps)
-        var clients = [netres]
-        if let peerFlaps {
-            results += try runFaults(lab, clients: [peer], flaps: peerFlaps)
-            clients.append(peer)
+    func run() async throws {
+        let tls = transport == "tls"
+        try await SIPLab.with(
+            tls: { directory in
+                tls
+                    ? try TestCertificates(
+                        folder: directory + "/tls", serverName: Self.tlsServerName, serverAddress: LabAddress.service4,
+                        validity: .valid) : nil
+            }
+        ) { lab, certificates in
+            let floor = try await measureFloor(lab)
+            if capture { try await startCaptures(lab) }
+            let netres = (user: "netres", name: "NetResilience (`netres run`, hold-down 0, \(transport.uppercased()))")
+            let peer = (user: "peer", name: "baresip 1.0.0 (Debian)")
+            try await startClients(lab, peer: peerFlaps != nil, caFile: certificates?.caFile)
+            // NetResilience recovers in milliseconds; baresip is given `peerBound` per flap, so it
+            // gets its own (usually shorter) series of the same flaps after NetResilience's.
+            var results = try await runFaults(lab, clients: [netres], flaps: flaps)
+            var clients = [netres]
+            if let peerFlaps {
+                results += try await runFaults(lab, clients: [peer], flaps: peerFlaps)
+                clients.append(peer)
+            }
+            try await changeAddress(lab, clients: clients, into: &results)
+            report(floor: floor, clients: results)
         }
-        try changeAddress(lab, clients: clients, into: &results)
-        FileHandle.standardError.write(Data("logs and captures: \(lab.directory.path)\n".utf8))
-        report(floor: floor, clients: results)
     }
 
-    /// For profiling: tcpdump on the registrar's veth end `nrr0` (it stays up while `nrc0` flaps,
-    /// so one capture spans every flap; kernel timestamps of each REGISTER's arrival, i.e. when
-    /// it left the client: a veth hop is µs) into `wire.txt`, and `ip -ts monitor` in the client
-    /// namespace (when userspace can first read each link, address and route message) into
-    /// `netlink.txt`. Both are stopped by the lab at tear-down.
-    func startCaptures(_ lab: SIPLab) throws {
-        let wire = lab.directory.appendingPathComponent("wire.txt").path
-        try lab.start(
-            in: lab.registrarNamespace,
-            ["/usr/bin/tcpdump", "-i", "nrr0", "-tt", "-n", "-l", "-U", "-A", "udp port \(SIPLab.port)"],
+    /// For profiling: tcpdump on the registrar's end of the client link (it stays up while `nrc0`
+    /// flaps, so one capture spans every flap; kernel timestamps of each REGISTER's arrival, i.e.
+    /// when it left the client: a veth hop is µs) into `wire.txt`, and `ip -ts monitor` in the
+    /// client host (when userspace can first read each link, address and route message) into
+    /// `netlink.txt`. Both are stopped by the lab at the end.
+    func startCaptures(_ lab: SIPLab) async throws {
+        let wire = lab.directory + "/wire.txt"
+        try await lab.start(
+            in: lab.server,
+            ["/usr/bin/tcpdump", "-i", lab.registrarInterface, "-tt", "-n", "-l", "-U", "-A", "udp port \(lab.port)"],
             output: wire)
-        try waitFor(seconds: 5) {
+        try await waitFor(seconds: 5) {
             ((try? String(contentsOfFile: wire, encoding: .utf8)) ?? "").contains("listening")
         }
-        try lab.start(
-            in: lab.clientNamespace, ["/usr/sbin/ip", "-ts", "monitor", "link", "address", "route"],
-            output: lab.directory.appendingPathComponent("netlink.txt").path)
+        try await lab.start(
+            in: lab.client, ["/usr/sbin/ip", "-ts", "monitor", "link", "address", "route"],
+            output: lab.directory + "/netlink.txt")
     }
 
     /// The name in the run's server certificate, checked by the TLS account.
@@ -88,30 +90,30 @@ struct SIPRecoveryBenchmark {
 
     /// `floorSamples` sipp REGISTERs (challenge, then the authenticated one) from the client
     /// namespace at 10/s, captured on `nrc0`: the authenticated REGISTER → 200 OK gap of each.
-    private func measureFloor(_ lab: SIPLab) throws -> [Duration] {
-        let dir = lab.directory.path
+    private func measureFloor(_ lab: SIPLab) async throws -> [Duration] {
+        let dir = lab.directory
         try Self.sippScenario.write(toFile: dir + "/register.xml", atomically: true, encoding: .utf8)
         try "SEQUENTIAL\nfloor;[authentication username=floor password=secret-floor]\n"
             .write(toFile: dir + "/users.csv", atomically: true, encoding: .utf8)
         let capture = dir + "/floor.pcap.txt"
-        let tcpdump = try lab.start(
-            in: lab.clientNamespace,
-            ["/usr/bin/tcpdump", "-i", "nrc0", "-tt", "-n", "-l", "-U", "-A", "udp port 5070"],
+        let tcpdump = try await lab.start(
+            in: lab.client,
+            ["/usr/bin/tcpdump", "-i", lab.initial.interface, "-tt", "-n", "-l", "-U", "-A", "udp port 5070"],
             output: capture)
-        try waitFor(seconds: 5) {
+        try await waitFor(seconds: 5) {
             ((try? String(contentsOfFile: capture, encoding: .utf8)) ?? "").contains("listening")
         }
-        let sipp = try lab.start(
-            in: lab.clientNamespace,
+        let sipp = try await lab.start(
+            in: lab.client,
             [
-                "/usr/bin/sipp", "\(SIPLab.registrarAddress):\(SIPLab.port)", "-sf", dir + "/register.xml", "-inf",
-                dir + "/users.csv", "-i", SIPLab.clientAddress, "-p", "5070", "-m", "\(floorSamples)", "-r", "10",
+                "/usr/bin/sipp", "\(lab.registrarAddress):\(lab.port)", "-sf", dir + "/register.xml", "-inf",
+                dir + "/users.csv", "-i", lab.initial.ipv4, "-p", "5070", "-m", "\(floorSamples)", "-r", "10",
                 "-nostdin", "-timeout", "60s", "-timeout_error",
             ], output: dir + "/sipp.log")
-        _ = try sipp.wait()
-        lab.stop(sipp)
-        usleep(200_000)
-        lab.stop(tcpdump, signal: SIGINT)
+        // sipp ends itself within its own 60 s timeout; the bound is a hang guard.
+        _ = try await lab.waitForExit(sipp, within: .seconds(90))
+        try await Task.sleep(for: .milliseconds(200))
+        await lab.stop(tcpdump, signal: SIGINT)
         return Self.roundTrips(inCapture: (try? String(contentsOfFile: capture, encoding: .utf8)) ?? "")
     }
 
@@ -177,14 +179,4 @@ struct SIPRecoveryBenchmark {
         </scenario>
 
         """
-}
-
-/// Polls `condition` every 20 ms for at most `seconds`; throws when it never held.
-func waitFor(seconds: Double, _ condition: () -> Bool) throws {
-    let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if condition() { return }
-        usleep(20_000)
-    }
-    throw BenchError("condition not met within \(seconds) s")
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 
 extension ScaleBenchmark {
     /// Runs `netres run` with `count` accounts (users `n<count>u<i>`, background app state), and
@@ -6,13 +7,13 @@ extension ScaleBenchmark {
     /// `idle` measures (its first pid is netres's).
     func measureNetres(
         _ lab: SIPLab, count: Int, netres: String, floor: Phase, idle: (Int32) -> [IdleCost]
-    ) throws {
+    ) async throws {
         let prefix = "n\(count)u"
-        let config = lab.directory.appendingPathComponent("netres-\(count).yaml").path
+        let config = lab.directory + "/netres-\(count).yaml"
         var text = """
             log-format: json
-            control-socket: \(lab.directory.path)/netres-\(count).sock
-            interfaces: [nrc0]
+            control-socket: \(lab.directory)/netres-\(count).sock
+            interfaces: [\(lab.initial.interface)]
             hold-down: 0
             app-state: background
             accounts:
@@ -20,39 +21,54 @@ extension ScaleBenchmark {
             """
         for index in 0..<count {
             text += """
-                  - { name: \(prefix)\(index), registrar: \(SIPLab.registrarAddress), port: \(SIPLab.port), \
-                transport: udp, user: \(prefix)\(index), domain: \(SIPLab.registrarAddress), \
+                  - { name: \(prefix)\(index), registrar: \(lab.registrarAddress), port: \(lab.port), \
+                transport: udp, user: \(prefix)\(index), domain: \(lab.registrarAddress), \
                 password: secret-\(prefix)\(index), expires: \(expires) }
 
                 """
         }
         try text.write(toFile: config, atomically: true, encoding: .utf8)
         let bound = 60 + Double(count) / 20
-        let dropsAtStart = try lab.registrarDrops()
-        let startedAt = realtimeNow()
-        let child = try lab.start(
-            in: lab.clientNamespace, [netres, "run", "--config", config],
-            output: lab.directory.appendingPathComponent("netres-\(count).log").path)
-        defer { lab.stop(child, signal: SIGKILL) }
-        let startUp = try waitForAll(lab, prefix: prefix, count: count, after: startedAt, bound: bound)
-        let startUpDrops = try lab.registrarDrops() - dropsAtStart
-        let cpuAtBound = IdleMeter.cpuTime(pid: child.pid)
-        let status = IdleMeter.parseStatus(path: "/proc/\(child.pid)/status")
-        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child.pid)/fd").count) ?? -1
-        sleep(5)  // the start-up's last transactions and idle worker threads settle
-        let quiet = idle(child.pid)
-        let withRefresh = idle(child.pid)
+        let dropsAtStart = try await lab.registrarDrops()
+        let startedAt = realtime()
+        let child = try await lab.start(
+            in: lab.client, [netres, "run", "--config", config], output: lab.directory + "/netres-\(count).log")
+        do {
+            try await measureNetres(
+                lab, child, count: count, config: (prefix, bound, startedAt, dropsAtStart), floor: floor, idle: idle)
+        } catch {
+            await lab.stop(child, signal: SIGKILL)
+            throw error
+        }
+        await lab.stop(child, signal: SIGKILL)
+    }
+
+    /// The figures of the running `netres run` (`child`) of ``measureNetres(_:count:netres:floor:idle:)``.
+    private func measureNetres(
+        _ lab: SIPLab, _ child: pid_t, count: Int,
+        config: (prefix: String, bound: Double, startedAt: Double, dropsAtStart: Int), floor: Phase,
+        idle: (Int32) -> [IdleCost]
+    ) async throws {
+        let (prefix, bound, startedAt, dropsAtStart) = config
+        let startUp = try await waitForAll(lab, prefix: prefix, count: count, after: startedAt, bound: bound)
+        let startUpDrops = try await lab.registrarDrops() - dropsAtStart
+        let cpuAtBound = IdleMeter.cpuTime(pid: child)
+        let status = IdleMeter.parseStatus(path: "/proc/\(child)/status")
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd").count) ?? -1
+        try await Task.sleep(for: .seconds(5))  // the start-up's last transactions and idle worker threads settle
+        let quiet = idle(child)
+        let withRefresh = idle(child)
         let refreshes = lab.registrarLog().filter {
-            $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.realtime > startedAt + startUp
+            $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.at > startedAt + startUp
         }.count
-        let dropsBefore = try lab.registrarDrops()
-        let upAt = try lab.flapClientLink(downSeconds: 3)
-        let recovery = try waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
+        let dropsBefore = try await lab.registrarDrops()
+        let upAt = try await lab.flapClientLink(downSeconds: 3)
+        let recovery = try await waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
         let flapLog = lab.registrarLog()
-        let flap = span(
-            flapLog, prefix: prefix, count: count, after: upAt, drops: try lab.registrarDrops() - dropsBefore)
+        let flapDrops = try await lab.registrarDrops() - dropsBefore
+        let flap = span(flapLog, prefix: prefix, count: count, after: upAt, drops: flapDrops)
         let flapRequests = flapLog.filter {
-            $0.kind == "REGISTER" && $0.user.hasPrefix(prefix) && $0.realtime > upAt
+            $0.kind == "REGISTER" && $0.user.hasPrefix(prefix) && $0.at > upAt
         }.count
 
         print("### `netres run` with \(count) background UDP accounts\n")
@@ -97,15 +113,18 @@ extension ScaleBenchmark {
 
     /// Seconds from `after` until every user `prefix<i>` got a 200 OK stamped after it; throws
     /// past `bound` seconds. Polls the registrar's log every 200 ms.
-    private func waitForAll(_ lab: SIPLab, prefix: String, count: Int, after: Double, bound: Double) throws -> Double {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(bound * 1000))
-        while ContinuousClock.now < deadline {
+    private func waitForAll(
+        _ lab: SIPLab, prefix: String, count: Int, after: Double, bound: Double
+    ) async throws -> Double {
+        var seconds: Double?
+        _ = await eventually(within: .milliseconds(Int64(bound * 1000)), every: .milliseconds(200)) {
             let bound = lab.registrarLog().filter {
-                $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.realtime > after
+                $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.at > after
             }
-            if Set(bound.map(\.user)).count >= count, let last = bound.map(\.realtime).max() { return last - after }
-            usleep(200_000)
+            if Set(bound.map(\.user)).count >= count, let last = bound.map(\.at).max() { seconds = last - after }
+            return seconds != nil
         }
-        throw BenchError("not all \(count) accounts \(prefix)… bound within \(Int(bound)) s; see \(lab.directory.path)")
+        guard let seconds else { throw BenchError("not all \(count) accounts \(prefix)… bound within \(Int(bound)) s") }
+        return seconds
     }
 }

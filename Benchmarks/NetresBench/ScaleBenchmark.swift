@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 
 /// `netres-bench scale N[,N…] [idle=S] [rates=R,R…]`: `netres run` with N UDP accounts on one
 /// registrar (``SIPLab``), beside sipp registering the same number of users at its best rate and
@@ -11,7 +12,7 @@ import Foundation
 /// the registrar's socket dropped in each phase.
 ///
 /// Invariants: every wait is bounded (start-up and recovery by `60 s + N / 20 s`); every process
-/// is stopped by PID and both namespaces deleted at the end (``SIPLab/tearDown()``).
+/// the lab started is stopped and both hosts deleted at the end (``SIPLab/with(tls:_:)``).
 struct ScaleBenchmark {
     var counts: [Int]
     var idleSeconds = 60
@@ -26,10 +27,11 @@ struct ScaleBenchmark {
         var requests = 0
     }
 
-    func run() throws {
-        let lab = try SIPLab()
-        defer { lab.tearDown() }
-        try lab.startKamailio()
+    func run() async throws {
+        try await SIPLab.with { lab, _ in try await run(lab) }
+    }
+
+    private func run(_ lab: SIPLab) async throws {
         let bin = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
         let bench = bin.appendingPathComponent("netres-bench").path
         let baseline = try Spawned([bench, "idle-baseline"])
@@ -37,14 +39,16 @@ struct ScaleBenchmark {
         defer {
             for child in [baseline, quiet] { child.stop() }
         }
-        let peerStart = realtimeNow()
-        let baresip = try lab.startBaresip(user: "peer")
-        try waitFor(seconds: 10) { lab.registrarLog().contains { $0.kind == "REGISTERED" && $0.realtime > peerStart } }
+        let peerStart = realtime()
+        let baresip = try await lab.startBaresip(user: "peer")
+        try await waitFor(seconds: 10) { lab.registrarLog().contains { $0.kind == "REGISTERED" && $0.at > peerStart } }
         print("## Scale: N accounts on one registrar (`netres-bench scale`)\n")
         for count in counts {
-            let floor = try sippFloor(lab, count: count)
-            try measureNetres(lab, count: count, netres: bin.appendingPathComponent("netres").path, floor: floor) {
-                IdleMeter.measure([$0, baseline.pid, quiet.pid, baresip.pid], seconds: idleSeconds)
+            let floor = try await sippFloor(lab, count: count)
+            try await measureNetres(
+                lab, count: count, netres: bin.appendingPathComponent("netres").path, floor: floor
+            ) {
+                IdleMeter.measure([$0, baseline.pid, quiet.pid, baresip], seconds: idleSeconds)
             }
         }
     }
@@ -53,8 +57,8 @@ struct ScaleBenchmark {
 
     /// sipp registers `count` fresh users (challenge, then authenticated) at each rate; returns
     /// the fastest run in which every user got its 200 OK.
-    private func sippFloor(_ lab: SIPLab, count: Int) throws -> Phase {
-        let dir = lab.directory.path
+    private func sippFloor(_ lab: SIPLab, count: Int) async throws -> Phase {
+        let dir = lab.directory
         try SIPRecoveryBenchmark.sippScenario.write(toFile: dir + "/register.xml", atomically: true, encoding: .utf8)
         var best: Phase?
         print("### sipp registering \(count) users (the floor)\n")
@@ -67,18 +71,18 @@ struct ScaleBenchmark {
             }
             try ("SEQUENTIAL\n" + users.joined(separator: "\n") + "\n")
                 .write(toFile: dir + "/users.csv", atomically: true, encoding: .utf8)
-            let dropsBefore = try lab.registrarDrops()
-            let sipp = try lab.start(
-                in: lab.clientNamespace,
+            let dropsBefore = try await lab.registrarDrops()
+            let sipp = try await lab.start(
+                in: lab.client,
                 [
-                    "/usr/bin/sipp", "\(SIPLab.registrarAddress):\(SIPLab.port)", "-sf", dir + "/register.xml", "-inf",
-                    dir + "/users.csv", "-i", SIPLab.clientAddress, "-p", "5070", "-m", "\(count)", "-r", "\(rate)",
+                    "/usr/bin/sipp", "\(lab.registrarAddress):\(lab.port)", "-sf", dir + "/register.xml", "-inf",
+                    dir + "/users.csv", "-i", lab.initial.ipv4, "-p", "5070", "-m", "\(count)", "-r", "\(rate)",
                     "-l", "\(count)", "-nostdin", "-timeout", "60s", "-timeout_error",
                 ], output: dir + "/sipp-\(count)-\(rate).log")
-            _ = try sipp.wait()
-            lab.stop(sipp)
-            let phase = span(
-                lab.registrarLog(), prefix: prefix, count: count, drops: try lab.registrarDrops() - dropsBefore)
+            // sipp ends itself within its own 60 s timeout; the bound is a hang guard.
+            _ = try await lab.waitForExit(sipp, within: .seconds(90))
+            let drops = try await lab.registrarDrops() - dropsBefore
+            let phase = span(lab.registrarLog(), prefix: prefix, count: count, drops: drops)
             print(row(rate: rate, phase, count: count))
             if phase.requests == count, let seconds = phase.seconds, seconds < best?.seconds ?? .infinity {
                 best = phase
@@ -89,11 +93,11 @@ struct ScaleBenchmark {
     }
 
     /// First REGISTER of a user with `prefix` → last REGISTERED of one, and how many users got one.
-    func span(_ log: [SIPLab.LogLine], prefix: String, count: Int, after: Double = 0, drops: Int) -> Phase {
-        let lines = log.filter { $0.user.hasPrefix(prefix) && $0.realtime > after }
+    func span(_ log: [RegistrarRequest], prefix: String, count: Int, after: Double = 0, drops: Int) -> Phase {
+        let lines = log.filter { $0.user.hasPrefix(prefix) && $0.at > after }
         let bound = lines.filter { $0.kind == "REGISTERED" }
-        let first = lines.first { $0.kind == "REGISTER" }?.realtime
-        let last = bound.map(\.realtime).max()
+        let first = lines.first { $0.kind == "REGISTER" }?.at
+        let last = bound.map(\.at).max()
         let seconds = first.flatMap { first in last.map { $0 - first } }
         return Phase(seconds: seconds, drops: drops, requests: Set(bound.map(\.user)).count)
     }

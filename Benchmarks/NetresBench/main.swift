@@ -12,16 +12,16 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 do {
     switch arguments.first {
     case "netlink":
-        if try runInsideOwnNamespace(arguments: arguments) { break }
+        if try await runInsideOwnNamespace(arguments: arguments) { break }
         let changes = arguments.count > 1 ? Int(arguments[1]) ?? 2000 : 2000
         let idle = arguments.count > 2 ? Int(arguments[2]) ?? 60 : 60
         try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
     case "sip-recovery":
-        try sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
+        try await sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "runtime":
         await runRuntimeBenchmarks()
     case "scale":
-        try scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
+        try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
         // The Swift runtime at rest, for the idle comparison: await something that never comes.
         // `idle-baseline quiet` first takes the runtime off libdispatch, as `netres` does.

@@ -51,11 +51,24 @@ public enum LabOwnership {
         }
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         for folder in folders.sorted() where abandoned(folder) {
+            killProcesses(naming: "/tmp/" + folder + "/")
             if (try? FileManager.default.removeItem(atPath: "/tmp/" + folder)) != nil {
                 removed.append("/tmp/" + folder)
             }
         }
         return removed
+    }
+
+    /// SIGKILLs every process whose command line names a path under `folder` (a loopback registrar
+    /// runs `kamailio -f <folder>/kamailio.cfg` outside any namespace); at most 100,000 processes read.
+    static func killProcesses(naming folder: String) {
+        let me = getpid()
+        let pids = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).prefix(100_000)
+            .compactMap { pid_t($0) }.filter { $0 > 1 && $0 != me }
+        for pid in pids {
+            guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline") else { continue }
+            if String(decoding: data.prefix(65_536), as: UTF8.self).contains(folder) { kill(pid, SIGKILL) }
+        }
     }
 
     /// SIGKILLs every process whose network namespace is `namespace` (`ip netns pids`), at most 4 rounds

@@ -1,19 +1,31 @@
 import Foundation
 import Glibc
 
-/// Kamailio as the lab's registrar and presence server, in a host of its own, on
-/// ``LabAddress/service4`` and ``LabAddress/service6``, port 5060 (UDP and TCP).
+/// Kamailio as the lab's registrar and presence server: in a host of its own, on
+/// ``LabAddress/service4`` and ``LabAddress/service6``, port 5060 (UDP and TCP), or on loopback
+/// (``onLoopback(port:options:)``) for tests without namespaces.
 ///
 /// Invariants: user U authenticates with password `secret-U`; bindings live in memory, so a
-/// restart forgets them; the request log keeps growing across restarts; the process is the lab's
-/// child and goes with it (``NetworkLab/shutdown()``, or the garbage collection of a dead owner).
+/// restart forgets them; the request log keeps growing across restarts; in a host the process is
+/// the lab's child and goes with it (``NetworkLab/shutdown()``, or the garbage collection of a dead
+/// owner); on loopback it is this registrar's, stopped by ``stop()`` or `deinit`, and its folder is
+/// named like a lab's, so a new lab (or `netres lab gc`) removes what a killed owner left.
 public actor LabRegistrar {
-    public nonisolated let lab: NetworkLab
-    public nonisolated let host: LabHost
-    public nonisolated let port = 5060
-    /// The registrar's IPv4 address, reached from every client link through its default route.
-    public nonisolated let address = LabAddress.service4
+    /// The lab whose host runs Kamailio; nil on loopback.
+    public nonisolated var lab: NetworkLab? { placement.lab }
+    /// The host Kamailio runs in; nil on loopback.
+    public nonisolated var host: LabHost? { placement.host }
+    /// The SIP port (UDP and TCP); 5060 in a lab host.
+    public nonisolated let port: Int
+    /// The registrar's IPv4 address: in a lab, reached from every client link through its default
+    /// route; on loopback `127.0.0.1`.
+    public nonisolated let address: String
+    nonisolated let placement: RegistrarPlacement
     nonisolated let directory: String
+    /// Started with `-A WITH_TLS`: a TLS listener on ``RegistrarOptions/tlsPort``.
+    nonisolated let usesTLS: Bool
+    /// `-m`/`-M` (``RegistrarOptions/sharedMemoryMegabytes``).
+    nonisolated let memoryArguments: [String]
     var pid: pid_t?
 
     /// Kamailio, kamcmd, its modules and its db_text tables are installed.
@@ -32,24 +44,49 @@ public actor LabRegistrar {
     /// The file Kamailio logs to (its request log is the `NRTEST` lines).
     public nonisolated var logPath: String { directory + "/kamailio.log" }
     nonisolated var controlSocket: String { directory + "/ctl.sock" }
+    nonisolated var seed: UInt64 { placement.lab?.seed ?? 0 }
 
-    init(lab: NetworkLab, host: LabHost, directory: String) throws {
+    init(
+        placement: RegistrarPlacement, address4: String, address6: String?, port: Int, directory: String,
+        options: RegistrarOptions
+    ) throws {
+        let seed = placement.lab?.seed ?? 0
         guard Self.isInstalled, let modules = Self.modules else {
             throw NetworkLabError(
                 .unsupported,
                 "the registrar needs Kamailio with presence modules (Debian kamailio,"
-                    + " kamailio-presence-modules)", seed: lab.seed)
+                    + " kamailio-presence-modules)", seed: seed)
         }
-        self.lab = lab
-        self.host = host
+        guard RegistrarOptions.digestAlgorithms.contains(options.digestAlgorithm) else {
+            throw NetworkLabError(
+                .invalidRequest, "digest algorithm \(LabText.quoted(options.digestAlgorithm)): want MD5 or SHA-256",
+                seed: seed)
+        }
+        if options.tlsConfiguration != nil, !FileManager.default.fileExists(atPath: modules + "/tls.so") {
+            throw NetworkLabError(
+                .unsupported, "a TLS registrar needs Kamailio's tls module (Debian kamailio-tls-modules)", seed: seed)
+        }
+        self.placement = placement
+        self.address = address4
+        self.port = port
         self.directory = directory
+        usesTLS = options.tlsConfiguration != nil
+        memoryArguments = options.memoryArguments
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let config = RegistrarConfig.template.replacingOccurrences(of: "@ADDR4@", with: LabAddress.service4)
-            .replacingOccurrences(of: "@ADDR6@", with: LabAddress.service6).replacingOccurrences(
-                of: "@PORT@", with: "5060"
-            )
-            .replacingOccurrences(of: "@DIR@", with: directory).replacingOccurrences(of: "@MODULES@", with: modules)
+        try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
+        let config = RegistrarConfig.render(
+            address4: address4, address6: address6, port: port, directory: directory, modules: modules,
+            digestAlgorithm: options.digestAlgorithm)
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
+    }
+
+    deinit {
+        guard case .loopback = placement else { return }
+        if let pid {
+            kill(-pid, SIGKILL)
+            _ = LabCommand.blockingReap(pid)
+        }
+        try? FileManager.default.removeItem(atPath: directory)
     }
 
     /// Whether Kamailio runs now.
@@ -66,49 +103,48 @@ public actor LabRegistrar {
         for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {
             try FileManager.default.copyItem(atPath: "\(Self.tables)/\(table)", toPath: "\(db)/\(table)")
         }
-        let started = try await lab.spawn(
-            in: host,
+        let started = try await placement.spawn(
             [
                 kamailio, "-f", directory + "/kamailio.cfg", "-w", directory, "-P", directory + "/kamailio.pid", "-Y",
-                directory, "-DD", "-E", "-m", "32", "-M", "4",
-            ], output: logPath)
+                directory, "-DD", "-E",
+            ] + memoryArguments + (usesTLS ? ["-A", "WITH_TLS"] : []), output: logPath)
         pid = started
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
-            if await lab.exitStatus(of: started) != nil { break }
+            if await placement.hasExited(started) { break }
             if FileManager.default.fileExists(atPath: controlSocket), (try? await kamcmd(["core.uptime"])) != nil {
-                await lab.record("registrar started", backend: .kamailio)
+                await placement.record("registrar started")
                 return
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        await lab.stop(started)
+        await placement.stop(started)
         pid = nil
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        throw NetworkLabError(
-            .timedOut, "Kamailio did not come up within 10 s:\n\(log.suffix(1500))", seed: lab.seed)
+        throw NetworkLabError(.timedOut, "Kamailio did not come up within 10 s:\n\(log.suffix(1500))", seed: seed)
     }
 
-    /// Stops Kamailio (SIGTERM, SIGKILL to its group after 3 s); its bindings are gone.
+    /// Stops Kamailio (SIGTERM, SIGKILL to its group after 3 s); its bindings are gone, its port free.
     public func stop() async {
         guard let running = pid else { return }
         pid = nil
-        await lab.stop(running)
+        await placement.stop(running)
         try? FileManager.default.removeItem(atPath: controlSocket)
-        await lab.record("registrar stopped", backend: .kamailio)
+        try? FileManager.default.removeItem(atPath: directory + "/kamailio.pid")
+        await placement.record("registrar stopped")
     }
 
-    /// ``stop()``, then ``start()``: the registrar comes back with no bindings.
+    /// ``stop()``, then ``start()``: the registrar comes back on the same port with no bindings.
     public func restart() async throws {
         await stop()
         try await start()
     }
 
-    /// Runs `kamcmd` against this registrar's control socket; its output.
+    /// Runs `kamcmd` against this registrar's control socket (≤ 5 s); its output.
     @discardableResult
     public func kamcmd(_ arguments: [String]) async throws -> String {
-        guard let kamcmd = Self.kamcmd else { throw NetworkLabError(.unsupported, "kamcmd is missing", seed: lab.seed) }
-        return try await lab.run(in: host, [kamcmd, "-s", "unix:\(controlSocket)"] + arguments, timeout: .seconds(5))
+        guard let kamcmd = Self.kamcmd else { throw NetworkLabError(.unsupported, "kamcmd is missing", seed: seed) }
+        return try await placement.run([kamcmd, "-s", "unix:\(controlSocket)"] + arguments, timeout: .seconds(5))
     }
 
     /// The bindings now (`kamcmd ul.dump`): address of record and Contact of each.
@@ -116,9 +152,20 @@ public actor LabRegistrar {
         RegistrarBinding.parse(dump: try await kamcmd(["ul.dump"]))
     }
 
+    /// The Contacts bound now, of every address of record (``bindings()``).
+    public func contacts() async throws -> [String] { try await bindings().map(\.contact) }
+
     /// Every request the registrar has seen so far (across restarts), in order.
     public nonisolated func requests() -> [RegistrarRequest] {
         RegistrarRequest.parse(log: (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "")
+    }
+
+    /// How many client transactions of `method` from `user` reached the registrar after `instant`
+    /// (``realtime()``; 0: since its first start): requests are counted by CSeq, so a UDP
+    /// retransmission (same CSeq) is not a new one.
+    public nonisolated func transactionCount(of method: String, from user: String, since instant: Double = 0) -> Int {
+        let lines = requests().filter { $0.kind == method && $0.user == user && $0.at > instant }
+        return Set(lines.map { $0.fields["cseq"] ?? "at=\($0.at)" }).count
     }
 
     /// Arms a SIP-aware fault for the next matching request(s).
@@ -130,7 +177,7 @@ public actor LabRegistrar {
         case .dropNextRegisterOK: try await kamcmd(["htable.seti", "faults", "drop200", "1"])
         case .reject481NextInDialog: try await kamcmd(["htable.seti", "faults", "reject481", "1"])
         }
-        await lab.record("\(fault) armed", backend: .kamailio)
+        await placement.record("\(fault) armed")
     }
 }
 
@@ -154,9 +201,14 @@ public enum RegistrarFault: Sendable, CustomStringConvertible {
 
 extension NetworkLab {
     /// Starts Kamailio in `host`, which gets the registrar's service addresses on its loopback.
-    public func startRegistrar(in host: LabHost) async throws -> LabRegistrar {
+    /// - Parameters:
+    ///   - host: the lab host Kamailio runs in.
+    ///   - options: the digest algorithm, memory, and a TLS listener (``RegistrarOptions``).
+    public func startRegistrar(in host: LabHost, options: RegistrarOptions = .init()) async throws -> LabRegistrar {
         try await addServiceAddresses(to: host)
-        let registrar = try LabRegistrar(lab: self, host: host, directory: directory + "/registrar-\(host.name)")
+        let registrar = try LabRegistrar(
+            placement: .host(self, host), address4: LabAddress.service4, address6: LabAddress.service6, port: 5060,
+            directory: directory + "/registrar-\(host.name)", options: options)
         try await registrar.start()
         return registrar
     }

@@ -26,11 +26,13 @@ extension NetworkLab {
             [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), timeout: timeout, seed: seed)
     }
 
-    /// Starts `argv` in `host` (its own process group) with standard output and error appended to
-    /// `output` (nil: this process's own); the lab stops it at shutdown, or ``stop(_:)`` earlier. Its PID.
+    /// Starts `argv` in `host` (its own process group) with standard output appended to `output`
+    /// (nil: this process's own) and standard error to `errors` (nil: wherever standard output goes);
+    /// the lab stops it at shutdown, or ``stop(_:)`` earlier. Its PID.
     @discardableResult
     public func spawn(
-        in host: LabHost, _ argv: [String], output: String?, environment: [String: String]? = nil
+        in host: LabHost, _ argv: [String], output: String?, errors: String? = nil,
+        environment: [String: String]? = nil
     ) throws -> pid_t {
         guard let ip = LabCommand.ip, let program = argv.first else {
             throw error(.invalidRequest, "nothing to start")
@@ -38,12 +40,12 @@ extension NetworkLab {
         let resolved = program.hasPrefix("/") ? program : (LabCommand.executable(program) ?? program)
         let pid = try ChildProcessLauncher.spawn(
             [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), output: output,
-            environment: environment)
+            errors: errors, environment: environment)
         children.append(pid)
         return pid
     }
 
-    /// Stops a process ``spawn(in:_:output:environment:)`` started (SIGTERM, SIGKILL to its group after 3 s).
+    /// Stops a process ``spawn(in:_:output:errors:environment:)`` started (SIGTERM, SIGKILL to its group after 3 s).
     public func stop(_ pid: pid_t) async {
         guard let index = children.firstIndex(of: pid) else { return }
         children.remove(at: index)

@@ -105,10 +105,16 @@ public actor NetworkLab {
     public func addresses(of link: LabLink) -> LinkAddresses { plan(link).addresses }
 
     /// Makes the veth pair of `plan` with both ends' addresses, both up, and the host's default routes.
+    ///
+    /// The peer end gets ifindex 1000 + the link's id, so the two ends never share a number (each
+    /// namespace counts from 2): the kernel's linkwatch treats a veth's carrier change as urgent only
+    /// when its ifindex differs from its peer's, and otherwise delays a carrier-on by up to a second
+    /// and folds fast flaps into nothing a monitor can see.
     func createVeth(_ plan: LinkPlan, routes: Bool) async throws {
+        // Made from the peer's side: `index` applies to the first device only (iproute2 6.1).
         try await ip([
-            "link", "add", plan.interface, "netns", plan.hostNamespace, "type", "veth", "peer", "name",
-            plan.peerInterface, "netns", plan.link.peer.namespace,
+            "link", "add", plan.peerInterface, "index", "\(1000 + plan.link.id)", "netns", plan.link.peer.namespace,
+            "type", "veth", "peer", "name", plan.interface, "netns", plan.hostNamespace,
         ])
         try await batch(plan.link.peer.namespace, plan.peerAddressLines + ["link set \(plan.peerInterface) up"])
         try await batch(

@@ -1,8 +1,16 @@
+import Foundation
+
 /// The Kamailio configuration of ``LabRegistrar``: registrar with digest auth (user U's password is
-/// `secret-U`), presence (presence, reg, message-summary, dialog), a request log, and fault routes
-/// switched at run time through the `faults` htable (``RegistrarFault``).
+/// `secret-U`), presence (presence, reg, message-summary, dialog), calls (a new INVITE is challenged,
+/// record-routed and relayed), a request log (`NRTEST` lines, ``RegistrarRequest``), and faults.
 ///
-/// Placeholders: `@ADDR4@`, `@ADDR6@`, `@PORT@`, `@DIR@`, `@MODULES@`.
+/// Faults come two ways: switched at run time through the `faults` htable (``RegistrarFault``), and
+/// by user name: `hostile*` gets 503 with `Retry-After: 2^63-1`, `busy*` 503 with `Retry-After: 3`,
+/// `brief*` 423 with `Min-Expires: 120` below 120 s. A TLS listener on 5061 exists when Kamailio is
+/// started with `-A WITH_TLS` (its settings in `DIR/tls.cfg`).
+///
+/// Placeholders: `@ADDR4@`, `@ADDR6@` (the IPv6 listeners are dropped when it is empty), `@PORT@`,
+/// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -16,6 +24,12 @@ enum RegistrarConfig {
         listen=tcp:@ADDR4@:@PORT@
         listen=udp:[@ADDR6@]:@PORT@
         listen=tcp:[@ADDR6@]:@PORT@
+        # A TLS listener on 5061 when started with -A WITH_TLS; the harness writes DIR/tls.cfg (server
+        # certificate and key it generated).
+        #!ifdef WITH_TLS
+        enable_tls=yes
+        listen=tls:@ADDR4@:5061
+        #!endif
         dns=no
         rev_dns=no
 
@@ -42,6 +56,11 @@ enum RegistrarConfig {
         loadmodule "presence_dialoginfo.so"
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
+        loadmodule "rr.so"
+        #!ifdef WITH_TLS
+        loadmodule "tls.so"
+        modparam("tls", "config", "@DIR@/tls.cfg")
+        #!endif
 
         modparam("ctl", "binrpc", "unix:@DIR@/ctl.sock")
         modparam("htable", "htable", "faults=>size=4;initval=0")
@@ -49,16 +68,24 @@ enum RegistrarConfig {
         modparam("registrar", "max_expires", 3600)
         modparam("registrar", "default_expires", 600)
         modparam("auth", "nonce_expire", 300)
+        # "" (MD5, algorithm omitted from the challenge), "MD5" or "SHA-256"; set by the harness.
+        modparam("auth", "algorithm", "@AUTH_ALGORITHM@")
+
+        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (LAB-FACTS).
         modparam("presence|pua", "db_url", "text://@DIR@/db")
         modparam("presence", "subs_db_mode", 2)
         modparam("presence", "server_address", "sip:@ADDR4@:@PORT@")
         modparam("presence_xml", "force_active", 1)
+        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (LAB-FACTS).
         modparam("pua_reginfo", "default_domain", "@ADDR4@")
         modparam("pua_reginfo", "server_address", "sip:reginfo@@ADDR4@:@PORT@")
         modparam("pua_reginfo", "outbound_proxy", "sip:@ADDR4@:@PORT@")
 
         request_route {
-            # One log line per request; at= (CLOCK_REALTIME) stays the last word.
+            # cseq= counts transactions (a retransmission repeats it); event=, to= (the To user) and
+            # expires= tell subscriptions apart and show an unsubscribe (<null> when absent); at= is
+            # CLOCK_REALTIME (sec.usec, not cached) when the request entered the script, and stays the
+            # last word of the line.
             xlog("L_NOTICE", "NRTEST $rm user=$fU src=$si:$sp proto=$pr cseq=$cs event=$hdr(Event) to=$tU expires=$hdr(Expires) at=$TV(Sn)\n");
             if (!mf_process_maxfwd_header("10")) {
                 sl_send_reply("483", "Too Many Hops");
@@ -82,7 +109,55 @@ enum RegistrarConfig {
                 sl_send_reply("200", "OK");
                 exit;
             }
+            if (is_method("INVITE|ACK|BYE|CANCEL|UPDATE")) {
+                route(CALLS);
+                exit;
+            }
             sl_send_reply("404", "Not Here");
+        }
+
+        # Calls. A new INVITE is authenticated (407), record-routed and relayed to the
+        # registered contact of its Request-URI's user, or to the URI itself when it names another
+        # host:port (sipp as the far end). In-dialog requests follow their Route (loose routing) or
+        # their Request-URI; a CANCEL or a non-2xx ACK goes the way of its transaction.
+        route[CALLS] {
+            if (is_method("CANCEL|ACK") && t_check_trans()) {
+                t_relay();
+                exit;
+            }
+            if (has_totag()) {
+                if (loose_route()) {
+                    t_relay();
+                    exit;
+                }
+                # An ACK to a reply of this proxy's own (the 407 below) ends here.
+                if (is_method("ACK")) {
+                    exit;
+                }
+                if (uri != myself) {
+                    t_relay();
+                    exit;
+                }
+                sl_send_reply("404", "Not Here");
+                exit;
+            }
+            if (!is_method("INVITE")) {
+                sl_send_reply("404", "Not Here");
+                exit;
+            }
+            # A new INVITE is challenged (407) like a REGISTER; the password of user U is "secret-U".
+            $var(password) = "secret-" + $fU;
+            if (!pv_auth_check("$fd", "$var(password)", "0", "1")) {
+                auth_challenge("$fd", "1");
+                exit;
+            }
+            consume_credentials();
+            record_route();
+            if (uri == myself && !lookup("location")) {
+                sl_send_reply("404", "Not Found");
+                exit;
+            }
+            t_relay();
         }
 
         route[REGISTRAR] {
@@ -92,6 +167,24 @@ enum RegistrarConfig {
                 xlog("L_NOTICE", "NRTEST FAULT503 user=$fU retry-after=$sht(faults=>retryafter) at=$TV(Sn)\n");
                 sl_send_reply("503", "Service Unavailable");
                 exit;
+            }
+            if ($fU =~ "^hostile") {
+                append_to_reply("Retry-After: 9223372036854775807\r\n");
+                sl_send_reply("503", "Service Unavailable");
+                exit;
+            }
+            if ($fU =~ "^busy") {
+                append_to_reply("Retry-After: 3\r\n");
+                sl_send_reply("503", "Service Unavailable");
+                exit;
+            }
+            if ($fU =~ "^brief" && $hdr(Expires) != $null) {
+                $var(expires) = $(hdr(Expires){s.int});
+                if ($var(expires) > 0 && $var(expires) < 120) {
+                    append_to_reply("Min-Expires: 120\r\n");
+                    sl_send_reply("423", "Interval Too Brief");
+                    exit;
+                }
             }
             $var(password) = "secret-" + $fU;
             if (!pv_auth_check("$fd", "$var(password)", "0", "1")) {
@@ -110,10 +203,12 @@ enum RegistrarConfig {
                 sl_reply_error();
                 exit;
             }
+            # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
         }
 
         route[PRESENCE] {
+            # Requests pua sends to itself come from the server's own port and are not challenged.
             if ($sp != @PORT@) {
                 $var(password) = "secret-" + $fU;
                 if (!pv_auth_check("$fd", "$var(password)", "0", "1")) {
@@ -121,6 +216,10 @@ enum RegistrarConfig {
                     exit;
                 }
                 consume_credentials();
+                # A client's request that passed the challenge: one per request the client meant to
+                # send (a challenged first try and its answered retry make one); a retransmission
+                # repeats cseq=.
+                xlog("L_NOTICE", "NRTEST AUTHORIZED user=$fU method=$rm src=$si:$sp cseq=$cs event=$hdr(Event) to=$tU at=$TV(Sn)\n");
             }
             if (!t_newtran()) {
                 sl_reply_error();
@@ -134,4 +233,21 @@ enum RegistrarConfig {
             t_release();
         }
         """#
+}
+
+extension RegistrarConfig {
+    /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
+    static func render(
+        address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String
+    ) -> String {
+        let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
+            .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
+                of: "@PORT@", with: "\(port)"
+            )
+            .replacingOccurrences(of: "@DIR@", with: directory).replacingOccurrences(of: "@MODULES@", with: modules)
+            .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: digestAlgorithm)
+        guard address6 == nil else { return text }
+        return text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("[]:") }
+            .joined(separator: "\n")
+    }
 }

@@ -32,8 +32,11 @@ public struct RegistrarRequest: Hashable, Sendable {
     public var user: String
     /// `name=value` words of the line (`src`, `proto`, `cseq`, `event`, `to`, `expires`, `contact`).
     public var fields: [String: String]
-    /// CLOCK_REALTIME seconds when the registrar saw it.
+    /// CLOCK_REALTIME seconds when the registrar saw it (``realtime()`` reads the same clock).
     public var at: Double
+
+    /// The Contact of a `REGISTERED` or `FAULTDROP200` line; empty on other lines.
+    public var contact: String { fields["contact"] ?? "" }
 
     /// The `NRTEST` lines of a Kamailio log; other lines are ignored, at most 1,000,000 lines read.
     static func parse(log: String) -> [RegistrarRequest] {

@@ -148,10 +148,3 @@ struct LabPlayer {
         }
     }
 }
-
-/// CLOCK_REALTIME in seconds, the clock the registrar's log stamps.
-func realtime() -> Double {
-    var now = timespec()
-    clock_gettime(CLOCK_REALTIME, &now)
-    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
-}

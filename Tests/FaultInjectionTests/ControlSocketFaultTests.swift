@@ -1,11 +1,12 @@
 import Foundation
+import NetworkLab
 import ResilienceDaemon
 import Testing
 
 /// The built `netres run` (a TCP account, Kamailio in the lab) while 2,000 idle clients hold its
 /// control socket: `ctl` still answers, the daemon holds no descriptor per client, and its SIP
 /// flow still reconnects (an address change needs a new TCP connection).
-@Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
 struct ControlSocketFaultTests {
     /// The pid of the `netres run` whose command line names `config`.
     func daemonPID(config: String) -> pid_t? {
@@ -19,35 +20,33 @@ struct ControlSocketFaultTests {
 
     @Test func twoThousandIdleControlClientsLeaveCtlAnsweringAndTheSIPFlowReconnecting() async throws {
         let user = "crowd"
-        let lab = try await RegistrarLab.registered(user, transport: "tcp")
-        defer { lab.stop() }
-        let config = lab.directory.appendingPathComponent("netres-\(user).yaml").path
-        let pid = try #require(daemonPID(config: config))
-        OpenFileLimit.raiseToHard()
-        let socket = lab.controlSocket(of: user)
-        let clients = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(
-                    returning: (0..<2000).compactMap { _ in
-                        try? ControlClient.connect(socket: socket, timeoutSeconds: 5)
-                    })
+        try await DaemonLab.registered(user, transport: "tcp") { lab in
+            let config = lab.directory + "/netres-\(user).yaml"
+            let pid = try #require(daemonPID(config: config))
+            OpenFileLimit.raiseToHard()
+            let socket = lab.controlSocket(of: user)
+            let clients = await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    continuation.resume(
+                        returning: (0..<2000).compactMap { _ in
+                            try? ControlClient.connect(socket: socket, timeoutSeconds: 5)
+                        })
+                }
             }
-        }
-        defer { for fd in clients { close(fd) } }
-        #expect(clients.count == 2000)
+            defer { for fd in clients { close(fd) } }
+            #expect(clients.count == 2000)
 
-        let status = try await lab.run(in: lab.client, [RegistrarLab.netres, "ctl", "--socket", socket, "status"])
-        #expect(status.status == 0 && status.output.contains(user), "netres ctl status: \(status.output)")
-        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
-        #expect(descriptors > 0 && descriptors < 500, "netres holds \(descriptors) descriptors with 2,000 clients")
+            let status = try await lab.ctl(user, ["status"])
+            #expect(status.contains(user), "netres ctl status: \(status)")
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+            #expect(descriptors > 0 && descriptors < 500, "netres holds \(descriptors) descriptors with 2,000 clients")
 
-        try lab.client.batch([
-            "addr add 198.18.0.3/24 dev nrc0", "addr del 198.18.0.2/24 dev nrc0",
-            "route replace default via 198.18.0.1",
-        ])
-        let rebound = await waitUntil(seconds: 5) {
-            lab.lines("REGISTERED", user: user).contains { $0.contact.contains("@198.18.0.3") }
+            let new = try await lab.moveClient()
+            let rebound = await eventually(within: .seconds(5)) {
+                lab.lines("REGISTERED", user: user).contains { isContact($0.contact, at: new) }
+            }
+            #expect(
+                rebound, "a new TCP flow from the new address: \(lab.lines("REGISTERED", user: user).map(\.contact))")
         }
-        #expect(rebound, "a new TCP flow from the new address: \(lab.lines("REGISTERED", user: user).map(\.contact))")
     }
 }

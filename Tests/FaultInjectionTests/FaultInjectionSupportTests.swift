@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import Testing
 
 /// Policy: the namespace suites need root and iproute2. Where they are missing the suites are
@@ -6,7 +7,7 @@ import Testing
 /// pass by skipping the real network tests.
 struct FaultInjectionSupportTests {
     @Test func namespaceSuitesCanRun() {
-        guard !NetworkNamespace.isSupported else { return }
+        guard !NetworkLab.isSupported else { return }
         let banner = "!!! FaultInjectionTests DISABLED: need root and iproute2 (ip) — namespace tests did not run !!!"
         print(
             String(repeating: "!", count: banner.count) + "\n" + banner + "\n"
@@ -20,5 +21,5 @@ struct FaultInjectionSupportTests {
 extension Trait where Self == ConditionTrait {
     /// Enables a suite only where namespaces can be made; see ``FaultInjectionSupportTests`` for
     /// what happens elsewhere (a loud banner, and a failure under CI).
-    static var needsNamespaces: Self { .enabled(if: NetworkNamespace.isSupported, "needs root and iproute2") }
+    static var needsNamespaces: Self { .enabled(if: NetworkLab.isSupported, "needs root and iproute2") }
 }

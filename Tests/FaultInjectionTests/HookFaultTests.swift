@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import Testing
 
 /// End to end: the built `netres watch --hooks DIR` runs inside a namespace while the test flaps
@@ -13,38 +14,38 @@ struct HookFaultTests {
         try lab.script("30-not-executable", "echo event=not-executable >> \(lab.records)", mode: 0o644)
         try FileManager.default.createDirectory(
             atPath: lab.directory + "/40-directory", withIntermediateDirectories: false)
-        let ns = try NetworkNamespace()
-        try ns.addOnlineVeth()
-        let watch = try WatchProcess(
-            namespace: ns.name, arguments: ["watch", "--hooks", lab.directory, "--hold-down", "0"])
-        defer { watch.kill() }
+        // IPv4 only, as the exact address list below expects.
+        try await OnlineLab.with(ipv6: false) { ns in
+            let watch = try await WatchProcess.start(
+                in: ns, arguments: ["watch", "--hooks", lab.directory, "--hold-down", "0"])
 
-        let initial = try await lab.record { $0["event"] == "initial" }
-        #expect(initial["status"] == "satisfied")
-        #expect(initial["reason"] == "" && initial["change"] == "" && initial["downtime"] == "")
-        #expect(initial["interface"] == "veth0")
-        #expect(initial["ifindex"].flatMap { Int($0) } != nil)
-        #expect(initial["addresses"] == "198.18.0.2/24")
-        #expect(initial["time"]?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil)
-        #expect(initial["path"] == "/usr/sbin:/usr/bin:/sbin:/bin", "PATH is the default, not inherited")
-        #expect(initial["home"] == "unset", "nothing of netres's own environment is inherited")
+            let initial = try await lab.record { $0["event"] == "initial" }
+            #expect(initial["status"] == "satisfied")
+            #expect(initial["reason"] == "" && initial["change"] == "" && initial["downtime"] == "")
+            #expect(initial["interface"] == "veth0")
+            #expect(initial["ifindex"].flatMap { Int($0) } != nil)
+            #expect(initial["addresses"] == "198.18.1.2/24")
+            #expect(initial["time"]?.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z/) != nil)
+            #expect(initial["path"] == "/usr/sbin:/usr/bin:/sbin:/bin", "PATH is the default, not inherited")
+            #expect(initial["home"] == "unset", "nothing of netres's own environment is inherited")
 
-        try ns.ip("link set veth1 down")
-        let lost = try await lab.record { $0["event"] == "lost" }
-        #expect(lost["reason"] == "no-carrier")
-        #expect(lost["status"] == "unsatisfied")
-        #expect(lost["interface"] == "veth0")
+            try await ns.setPeer(up: false)
+            let lost = try await lab.record { $0["event"] == "lost" }
+            #expect(lost["reason"] == "no-carrier")
+            #expect(lost["status"] == "unsatisfied")
+            #expect(lost["interface"] == "veth0")
 
-        try ns.ip("link set veth1 up")
-        let restored = try await lab.record { $0["event"] == "restored" }
-        #expect(restored["status"] == "satisfied")
-        #expect(restored["downtime"].flatMap { Int($0) }.map { $0 >= 0 } == true)
+            try await ns.setPeer(up: true)
+            let restored = try await lab.record { $0["event"] == "restored" }
+            #expect(restored["status"] == "satisfied")
+            #expect(restored["downtime"].flatMap { Int($0) }.map { $0 >= 0 } == true)
 
-        #expect(try await watch.terminate() == 0)
-        let events = try lab.readRecords().compactMap { $0["event"] }
-        #expect(events.filter { ["initial", "lost", "restored"].contains($0) } == ["initial", "lost", "restored"])
-        #expect(!events.contains("hidden") && !events.contains("not-executable"), "only visible executables run")
-        #expect(lab.survivors().isEmpty)
+            #expect(try await watch.terminate() == 0)
+            let events = try lab.readRecords().compactMap { $0["event"] }
+            #expect(events.filter { ["initial", "lost", "restored"].contains($0) } == ["initial", "lost", "restored"])
+            #expect(!events.contains("hidden") && !events.contains("not-executable"), "only visible executables run")
+            #expect(lab.survivors().isEmpty)
+        }
     }
 
     @Test func aHangingHookIsKilledAndAFailingOneIsLoggedWhileLaterHooksStillRun() async throws {
@@ -53,62 +54,62 @@ struct HookFaultTests {
         try lab.script("10-hang", "sleep 600")
         try lab.script("20-fail", "echo failing on purpose; exit 3")
         try lab.script("30-record", lab.recordCommand)
-        let ns = try NetworkNamespace()
-        try ns.addOnlineVeth()
-        let watch = try WatchProcess(
-            namespace: ns.name,
-            arguments: ["watch", "--hooks", lab.directory, "--hook-timeout", "1s", "--hold-down", "0"],
-            errorLog: lab.errorLog)
-        defer { watch.kill() }
+        // IPv4 only, as the exact address list below expects.
+        try await OnlineLab.with(ipv6: false) { ns in
+            let watch = try await WatchProcess.start(
+                in: ns,
+                arguments: ["watch", "--hooks", lab.directory, "--hook-timeout", "1s", "--hold-down", "0"],
+                errorLog: lab.errorLog)
 
-        _ = try await lab.record { $0["event"] == "initial" }
-        try ns.ip("link set veth1 down")
-        _ = try await lab.record { $0["event"] == "lost" }
-        let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
-        #expect(log.contains("hook timed out and was killed") && log.contains("10-hang"))
-        #expect(log.contains("hook failed") && log.contains("exit 3"))
-        #expect(log.contains("failing on purpose"), "the hook's output is logged")
+            _ = try await lab.record { $0["event"] == "initial" }
+            try await ns.setPeer(up: false)
+            _ = try await lab.record { $0["event"] == "lost" }
+            let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
+            #expect(log.contains("hook timed out and was killed") && log.contains("10-hang"))
+            #expect(log.contains("hook failed") && log.contains("exit 3"))
+            #expect(log.contains("failing on purpose"), "the hook's output is logged")
 
-        // Stopping while a hook hangs: netres waits out its timeout, kills it and exits.
-        try ns.ip("link set veth1 up")
-        try await lab.waitFor("the hanging hook to start again") { lab.survivors().count >= 1 }
-        #expect(try await watch.terminate() == 0)
-        #expect(lab.survivors().isEmpty, "no hook process outlives netres watch")
+            // Stopping while a hook hangs: netres waits out its timeout, kills it and exits.
+            try await ns.setPeer(up: true)
+            try await lab.waitFor("the hanging hook to start again") { lab.survivors().count >= 1 }
+            #expect(try await watch.terminate() == 0)
+            #expect(lab.survivors().isEmpty, "no hook process outlives netres watch")
+        }
     }
 
     @Test func transitionsArrivingWhileHooksRunCollapseToTheNewest() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: WatchCommandTests.netres), "netres is not built")
         let lab = try HookLab()
         try lab.script("10-slow", "sleep 1\n" + lab.recordCommand)
-        let ns = try NetworkNamespace()
-        try ns.addOnlineVeth()
-        let watch = try WatchProcess(
-            namespace: ns.name,
-            arguments: ["watch", "--hooks", lab.directory, "--hold-down", "0", "--log-level", "info"],
-            errorLog: lab.errorLog)
-        defer { watch.kill() }
-        _ = try await lab.record { $0["event"] == "initial" }
+        // IPv4 only, as the exact address list below expects.
+        try await OnlineLab.with(ipv6: false) { ns in
+            let watch = try await WatchProcess.start(
+                in: ns,
+                arguments: ["watch", "--hooks", lab.directory, "--hold-down", "0", "--log-level", "info"],
+                errorLog: lab.errorLog)
+            _ = try await lab.record { $0["event"] == "initial" }
 
-        for _ in 0..<5 {
-            try ns.ip("link set veth1 down")
-            try await Task.sleep(for: .milliseconds(50))
-            try ns.ip("link set veth1 up")
-            try await Task.sleep(for: .milliseconds(50))
+            for _ in 0..<5 {
+                try await ns.setPeer(up: false)
+                try await Task.sleep(for: .milliseconds(50))
+                try await ns.setPeer(up: true)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            // Quiet: no new run for 2.5 s (a run takes 1 s), within 20 s.
+            var runs = try lab.readRecords()
+            var unchanged = 0
+            for _ in 0..<200 where unchanged < 25 {
+                try await Task.sleep(for: .milliseconds(100))
+                let now = try lab.readRecords()
+                unchanged = now.count == runs.count ? unchanged + 1 : 0
+                runs = now
+            }
+            #expect(runs.count < 10, "11 transitions ran hooks fewer than 10 times: \(runs)")
+            #expect(runs.last?["event"] == "restored" && runs.last?["status"] == "satisfied", "\(runs)")
+            #expect(try String(contentsOfFile: lab.errorLog, encoding: .utf8).contains("coalesced"))
+            #expect(try await watch.terminate() == 0)
+            #expect(lab.survivors().isEmpty)
         }
-        // Quiet: no new run for 2.5 s (a run takes 1 s), within 20 s.
-        var runs = try lab.readRecords()
-        var unchanged = 0
-        for _ in 0..<200 where unchanged < 25 {
-            try await Task.sleep(for: .milliseconds(100))
-            let now = try lab.readRecords()
-            unchanged = now.count == runs.count ? unchanged + 1 : 0
-            runs = now
-        }
-        #expect(runs.count < 10, "11 transitions ran hooks fewer than 10 times: \(runs)")
-        #expect(runs.last?["event"] == "restored" && runs.last?["status"] == "satisfied", "\(runs)")
-        #expect(try String(contentsOfFile: lab.errorLog, encoding: .utf8).contains("coalesced"))
-        #expect(try await watch.terminate() == 0)
-        #expect(lab.survivors().isEmpty)
     }
 }
 
@@ -171,20 +172,22 @@ final class HookLab {
 
     /// The first record that matches, waiting up to 15 s for it.
     func record(_ matches: ([String: String]) -> Bool) async throws -> [String: String] {
-        for _ in 0..<1500 {
-            if let found = try readRecords().first(where: matches) { return found }
-            try await Task.sleep(for: .milliseconds(10))
+        var found: [String: String]?
+        _ = try await eventually(within: .seconds(15), every: .milliseconds(10)) {
+            found = try readRecords().first(where: matches)
+            return found != nil
         }
-        throw NetworkNamespace.CommandFailed(description: "no matching record in 15 s; got \(try readRecords())")
+        guard let found else {
+            throw NetworkLabError(.timedOut, "no matching record in 15 s; got \(try readRecords())")
+        }
+        return found
     }
 
     /// Waits up to 10 s for `condition`.
     func waitFor(_ what: String, _ condition: () -> Bool) async throws {
-        for _ in 0..<1000 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
+        guard await eventually(within: .seconds(10), every: .milliseconds(10), condition) else {
+            throw NetworkLabError(.timedOut, "timed out waiting for \(what)")
         }
-        throw NetworkNamespace.CommandFailed(description: "timed out waiting for \(what)")
     }
 
     /// Processes started by this lab's scripts: a script's shell (its command line names a file of

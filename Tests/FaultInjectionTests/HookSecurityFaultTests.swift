@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import Testing
 
 /// End to end with the built `netres watch --hooks DIR` in a namespace: planted hooks do not
@@ -18,12 +19,10 @@ struct HookSecurityFaultTests {
             toFile: elsewhere, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: elsewhere)
         try FileManager.default.createSymbolicLink(atPath: lab.directory + "/40-link", withDestinationPath: elsewhere)
-        let (ns, watch) = try lab.watchInNamespace()
-        defer { watch.kill() }
-
-        _ = try await lab.record { $0["event"] == "initial" }
-        #expect(try await watch.terminate() == 0)
-        withExtendedLifetime(ns) {}
+        try await lab.withWatch { _, watch in
+            _ = try await lab.record { $0["event"] == "initial" }
+            #expect(try await watch.terminate() == 0)
+        }
         let events = try lab.readRecords().compactMap { $0["event"] }
         #expect(!events.contains { $0.hasPrefix("planted") }, "\(events)")
         let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
@@ -41,21 +40,21 @@ struct HookSecurityFaultTests {
         // One sleeper in a session of its own, one behind an intermediate that exits at once.
         try lab.script("10-escape", "setsid sleep 600 &\n(setsid sh -c 'sleep 601 & wait' &)\nsleep 0.2")
         try lab.script("20-record", lab.recordCommand)
-        let (ns, watch) = try lab.watchInNamespace(["--log-level", "info"])
-        defer { watch.kill() }
+        try await lab.withWatch(["--log-level", "info"]) { ns, watch in
 
-        _ = try await lab.record { $0["event"] == "initial" }
-        // netres still runs: the escaped sleepers were collected when their hook ended.
-        // (netres's own command line names the lab's folder: it is not one of them.)
-        let escaped = { lab.survivors().filter { $0 != watch.pid } }
-        try await lab.waitFor("the escaped sleepers to be gone") { escaped().isEmpty }
-        try ns.ip("link set veth1 down")
-        _ = try await lab.record { $0["event"] == "lost" }
-        try await lab.waitFor("the second run's sleepers to be gone") { escaped().isEmpty }
-        let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
-        #expect(log.contains("escaped.killed="), "the sleepers existed and were killed: \(log)")
-        #expect(try await watch.terminate() == 0)
-        #expect(lab.survivors().isEmpty)
+            _ = try await lab.record { $0["event"] == "initial" }
+            // netres still runs: the escaped sleepers were collected when their hook ended.
+            // (netres's own command line names the lab's folder: it is not one of them.)
+            let escaped = { lab.survivors().filter { $0 != watch.pid } }
+            try await lab.waitFor("the escaped sleepers to be gone") { escaped().isEmpty }
+            try await ns.setPeer(up: false)
+            _ = try await lab.record { $0["event"] == "lost" }
+            try await lab.waitFor("the second run's sleepers to be gone") { escaped().isEmpty }
+            let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
+            #expect(log.contains("escaped.killed="), "the sleepers existed and were killed: \(log)")
+            #expect(try await watch.terminate() == 0)
+            #expect(lab.survivors().isEmpty)
+        }
     }
 
     /// Resident memory of `pid` in KiB, from `/proc/PID/status`.
@@ -75,37 +74,38 @@ struct HookSecurityFaultTests {
         try #require(FileManager.default.isExecutableFile(atPath: WatchCommandTests.netres), "netres is not built")
         let lab = try HookLab()
         try lab.script("20-record", lab.recordCommand)
-        let (ns, watch) = try lab.watchInNamespace(["--hook-timeout", "2s"])
-        defer { watch.kill() }
-        _ = try await lab.record { $0["event"] == "initial" }
-        let memoryBefore = try #require(residentKiB(watch.pid))
-        let diskBefore = freeBytes()
+        try await lab.withWatch(["--hook-timeout", "2s"]) { ns, watch in
+            _ = try await lab.record { $0["event"] == "initial" }
+            let memoryBefore = try #require(residentKiB(watch.pid))
+            let diskBefore = freeBytes()
 
-        try lab.script("10-flood", "exec yes netres-flood-line")
-        try ns.ip("link set veth1 down")
-        _ = try await lab.record { $0["event"] == "lost" }
-        let memoryAfter = try #require(residentKiB(watch.pid))
-        let diskAfter = freeBytes()
-        let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
-        let printed = log.firstMatch(of: /output\.bytes=(\d+)/).flatMap { UInt64($0.1) } ?? 0
-        #expect(printed > 1_000_000, "the hook printed megabytes in its 2 s: \(printed) bytes")
-        #expect(log.contains("netres-flood-line"), "its last lines are logged")
-        #expect(memoryAfter < memoryBefore + 32 * 1024, "RSS \(memoryBefore) KiB → \(memoryAfter) KiB")
-        #expect(diskAfter + 64 * 1024 * 1024 > diskBefore, "free space \(diskBefore) → \(diskAfter)")
-        #expect(try await watch.terminate() == 0)
-        #expect(lab.survivors().isEmpty)
+            try lab.script("10-flood", "exec yes netres-flood-line")
+            try await ns.setPeer(up: false)
+            _ = try await lab.record { $0["event"] == "lost" }
+            let memoryAfter = try #require(residentKiB(watch.pid))
+            let diskAfter = freeBytes()
+            let log = try String(contentsOfFile: lab.errorLog, encoding: .utf8)
+            let printed = log.firstMatch(of: /output\.bytes=(\d+)/).flatMap { UInt64($0.1) } ?? 0
+            #expect(printed > 1_000_000, "the hook printed megabytes in its 2 s: \(printed) bytes")
+            #expect(log.contains("netres-flood-line"), "its last lines are logged")
+            #expect(memoryAfter < memoryBefore + 32 * 1024, "RSS \(memoryBefore) KiB → \(memoryAfter) KiB")
+            #expect(diskAfter + 64 * 1024 * 1024 > diskBefore, "free space \(diskBefore) → \(diskAfter)")
+            #expect(try await watch.terminate() == 0)
+            #expect(lab.survivors().isEmpty)
+        }
     }
 }
 
 extension HookLab {
-    /// `netres watch --hooks` on this lab's directory (hold-down 0, standard error to
-    /// ``errorLog``) in a fresh namespace with an online veth.
-    func watchInNamespace(_ extra: [String] = []) throws -> (NetworkNamespace, WatchProcess) {
-        let ns = try NetworkNamespace()
-        try ns.addOnlineVeth()
-        let watch = try WatchProcess(
-            namespace: ns.name, arguments: ["watch", "--hooks", directory, "--hold-down", "0"] + extra,
-            errorLog: errorLog)
-        return (ns, watch)
+    /// Runs `body` with `netres watch --hooks` on this lab's directory (hold-down 0, standard error
+    /// to ``errorLog``) in the client of a fresh ``OnlineLab``.
+    func withWatch(
+        _ extra: [String] = [], _ body: (OnlineLab, WatchProcess) async throws -> Void
+    ) async throws {
+        try await OnlineLab.with { ns in
+            let watch = try await WatchProcess.start(
+                in: ns, arguments: ["watch", "--hooks", directory, "--hold-down", "0"] + extra, errorLog: errorLog)
+            try await body(ns, watch)
+        }
     }
 }

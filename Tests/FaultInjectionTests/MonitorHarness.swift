@@ -1,5 +1,6 @@
 import Logging
 import NetlinkMonitor
+import NetworkLab
 import ResilienceCore
 import ResilienceTesting
 import Testing
@@ -21,15 +22,15 @@ struct MonitorHarness {
     let events: EventRecorder<NetworkEvent>
     let transitions: EventRecorder<PathTransition>
 
-    /// Starts a monitor in `namespace`, runs `body`, and shuts the monitor down whatever happens.
+    /// Starts a monitor in `network`'s client, runs `body`, and shuts the monitor down whatever happens.
     static func with<R>(
-        _ namespace: NetworkNamespace, holdDown: Duration = .zero, filter: InterfaceFilter = .all,
+        _ network: OnlineLab, holdDown: Duration = .zero, filter: InterfaceFilter = .all,
         receiveBufferSize: Int = 4 << 20, _ body: (MonitorHarness) async throws -> R
     ) async throws -> R {
         var logger = Logger(label: "fault-injection")
         logger.logLevel = .warning
         let monitor = NetlinkMonitor(
-            filter: filter, holdDown: holdDown, receiveBufferSize: receiveBufferSize, namespace: namespace.name,
+            filter: filter, holdDown: holdDown, receiveBufferSize: receiveBufferSize, namespace: network.namespace,
             logger: logger)
         let harness = MonitorHarness(
             monitor: monitor, events: .recording(monitor.events()), transitions: .recording(monitor.transitions()))
@@ -44,19 +45,19 @@ struct MonitorHarness {
         }
     }
 
-    /// The usual set-up: a fresh namespace with ``NetworkNamespace/addOnlineVeth()``, a monitor
-    /// in it, and its satisfied `.initial` already seen.
-    static func online<R>(
+    /// The usual set-up: a fresh ``OnlineLab``, a monitor in its client, and its satisfied
+    /// `.initial` already seen.
+    static func online<R: Sendable>(
         holdDown: Duration = .zero, receiveBufferSize: Int = 4 << 20,
-        _ body: (NetworkNamespace, MonitorHarness) async throws -> R
+        _ body: (OnlineLab, MonitorHarness) async throws -> R
     ) async throws -> R {
-        let namespace = try NetworkNamespace()
-        try namespace.addOnlineVeth()
-        return try await with(namespace, holdDown: holdDown, receiveBufferSize: receiveBufferSize) { harness in
-            let initial = try await harness.transition(.initial)
-            #expect(initial.path.isSatisfied)
-            #expect(initial.path.primaryInterface?.name == "veth0")
-            return try await body(namespace, harness)
+        try await OnlineLab.with { network in
+            try await with(network, holdDown: holdDown, receiveBufferSize: receiveBufferSize) { harness in
+                let initial = try await harness.transition(.initial)
+                #expect(initial.path.isSatisfied)
+                #expect(initial.path.primaryInterface?.name == "veth0")
+                return try await body(network, harness)
+            }
         }
     }
 

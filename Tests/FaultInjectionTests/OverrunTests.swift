@@ -1,4 +1,5 @@
 import NetlinkMonitor
+import NetworkLab
 import ResilienceCore
 import ResilienceTesting
 import Testing
@@ -9,9 +10,9 @@ struct OverrunTests {
         try await MonitorHarness.online(receiveBufferSize: 1) { ns, h in
             await h.monitor._pauseReading()
             let names = (0..<200).map { "nrifb\($0)" }
-            try ns.batch(names.map { "link add \($0) type ifb" })
-            try ns.batch(names.prefix(100).map { "link del \($0)" })
-            try ns.ip("addr add 198.18.0.9/24 dev veth0")
+            try await ns.batch(names.map { "link add \($0) type ifb" })
+            try await ns.batch(names.prefix(100).map { "link del \($0)" })
+            try await ns.ip("addr add 198.18.1.9/24 dev veth0")
             h.monitor._resumeReading()
 
             let resynced = try await h.event("resynced") { $0 == .resynced }
@@ -22,7 +23,7 @@ struct OverrunTests {
             try await h.expectCacheMatchesDump()
             // The stream goes on after an overrun.
             let mark = h.events.count
-            try ns.ip("link set nrifb150 up")
+            try await ns.ip("link set nrifb150 up")
             try await h.event(since: mark, "event after resync") {
                 if case .linkChanged(_, let l) = $0 { l.name == "nrifb150" && l.isAdminUp } else { false }
             }

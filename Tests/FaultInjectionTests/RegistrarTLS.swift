@@ -1,8 +1,9 @@
 import ChildProcesses
 import Foundation
+import NetworkLab
 
-/// The TLS side of a ``RegistrarLab``: ``TestCertificates`` in the lab's folder (server name
-/// `registrar.test` and 198.18.0.1) and the `tls.cfg` Kamailio's tls module reads from it.
+/// The TLS side of a ``DaemonLab``: ``TestCertificates`` in the lab's folder (server name
+/// `registrar.test` and the registrar's address) and the `tls.cfg` text Kamailio's tls module reads.
 struct RegistrarTLS: Sendable {
     enum ServerCertificate: Sendable {
         case valid
@@ -12,10 +13,12 @@ struct RegistrarTLS: Sendable {
     }
 
     static var isInstalled: Bool { TestCertificates.openssl != nil }
-    /// The name in the server certificate (besides 198.18.0.1).
+    /// The name in the server certificate (besides the registrar's address).
     static let serverName = "registrar.test"
 
     let certificates: TestCertificates
+    /// What ``RegistrarOptions/tlsConfiguration`` takes.
+    let kamailioConfiguration: String
     /// PEM of the CA that signed the server certificate: what a client should trust.
     var caFile: String { certificates.caFile }
     /// PEM of a CA that signed nothing here: trusting only it must fail.
@@ -27,9 +30,8 @@ struct RegistrarTLS: Sendable {
 
     init(directory: String, server: ServerCertificate) throws {
         certificates = try TestCertificates(
-            folder: directory + "/tls", serverName: Self.serverName, serverAddress: "198.18.0.1",
+            folder: directory + "/tls", serverName: Self.serverName, serverAddress: LabAddress.service4,
             validity: server == .expired ? .expired : .valid)
-        try certificates.kamailioConfig(requireClient: server == .validRequiringClientCertificate).write(
-            toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
+        kamailioConfiguration = certificates.kamailioConfig(requireClient: server == .validRequiringClientCertificate)
     }
 }

@@ -1,12 +1,13 @@
 import Foundation
+import NetworkLab
 import Testing
 
 /// `netres run` against a registrar that refuses service (503 with Retry-After) or restarts,
-/// asserted through the registrar's script log, `ul.dump` and netres's JSON action log.
-@Suite(.serialized, .needsNamespaces, .enabled(if: RegistrarLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+/// asserted through the registrar's request log, `ul.dump` and netres's JSON action log.
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
 struct SIPRegistrarFaultTests {
     /// The arrival instants of `user`'s REGISTER transactions (first arrival per CSeq), in order.
-    func registerAttempts(_ lab: RegistrarLab, user: String) -> [Double] {
+    func registerAttempts(_ lab: DaemonLab, user: String) -> [Double] {
         var firstArrival: [String: Double] = [:]
         for line in lab.lines("REGISTER", user: user) where firstArrival[line.fields["cseq"] ?? ""] == nil {
             firstArrival[line.fields["cseq"] ?? ""] = line.at
@@ -18,23 +19,23 @@ struct SIPRegistrarFaultTests {
         // The template answers users busy* with 503 and Retry-After: 3; the backoff alone would
         // retry after about 1 s, then 1.6 s.
         let user = "busy1"
-        let lab = try await RegistrarLab.running()
-        defer { lab.stop() }
-        try lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
-        try #require(await waitUntil(seconds: 12) { registerAttempts(lab, user: user).count >= 3 })
-        try await Task.sleep(for: .seconds(1))
-        let attempts = registerAttempts(lab, user: user)
-        let window = realtime() - attempts[0]
-        let gaps = zip(attempts.dropFirst(), attempts).map { $0 - $1 }
-        #expect(gaps.allSatisfy { $0 >= 2.7 }, "REGISTER gaps \(gaps) s: Retry-After 3 not honoured")
-        #expect(attempts.count <= Int(window / 2.7) + 1, "\(attempts.count) REGISTERs in \(window) s")
-        let failures = lab.actionLog(of: user).filter {
-            // At start the registration is brought up by register or refresh-registration,
-            // depending on the policy's start-up trigger.
-            $0.service == "\(user).registration" && $0.outcome == "retrying"
+        try await DaemonLab.with { lab in
+            try await lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
+            try #require(await eventually(within: .seconds(12)) { registerAttempts(lab, user: user).count >= 3 })
+            try await Task.sleep(for: .seconds(1))
+            let attempts = registerAttempts(lab, user: user)
+            let window = realtime() - attempts[0]
+            let gaps = zip(attempts.dropFirst(), attempts).map { $0 - $1 }
+            #expect(gaps.allSatisfy { $0 >= 2.7 }, "REGISTER gaps \(gaps) s: Retry-After 3 not honoured")
+            #expect(attempts.count <= Int(window / 2.7) + 1, "\(attempts.count) REGISTERs in \(window) s")
+            let failures = lab.actionLog(of: user).filter {
+                // At start the registration is brought up by register or refresh-registration,
+                // depending on the policy's start-up trigger.
+                $0.service == "\(user).registration" && $0.outcome == "retrying"
+            }
+            #expect(failures.count >= 2, "netres logged \(failures.count) retrying registers")
+            #expect(failures.allSatisfy { $0.error?.contains("503") == true }, "errors: \(failures.map(\.error))")
         }
-        #expect(failures.count >= 2, "netres logged \(failures.count) retrying registers")
-        #expect(failures.allSatisfy { $0.error?.contains("503") == true }, "errors: \(failures.map(\.error))")
     }
 
     /// A 503 with `Retry-After: 9223372036854775807` trapped the daemon about a second later
@@ -42,28 +43,29 @@ struct SIPRegistrarFaultTests {
     /// does not retry before its backoff (the cap itself is checked in DaemonHostileRegistrarTests).
     @Test func aRetryAfterOfInt64MaxLeavesTheDaemonAlive() async throws {
         let user = "hostile1"
-        let lab = try await RegistrarLab.running()
-        defer { lab.stop() }
-        let pid = try lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
-        try #require(await waitUntil(seconds: 10) { !registerAttempts(lab, user: user).isEmpty })
-        let failed = await waitUntil(seconds: 5) { lab.actionLog(of: user).contains { $0.outcome == "retrying" } }
-        try await Task.sleep(for: .seconds(3))
-        var status: Int32 = 0
-        #expect(waitpid(pid, &status, WNOHANG) == 0, "netres exited (status \(status)) after the 503")
-        let reply = try await lab.run(
-            in: lab.client, [RegistrarLab.netres, "ctl", "--socket", lab.controlSocket(of: user), "status"])
-        #expect(reply.status == 0 && reply.output.contains("service \(user).registration"), "ctl: \(reply.output)")
-        #expect(failed, "no retrying registration logged: \(lab.actionLog(of: user))")
-        #expect(registerAttempts(lab, user: user).count == 1, "retried before the backoff")
+        try await DaemonLab.with { lab in
+            let pid = try await lab.startClient(user: user, config: try lab.writeDaemonConfig(user: user))
+            try #require(await eventually(within: .seconds(10)) { !registerAttempts(lab, user: user).isEmpty })
+            let failed = await eventually(within: .seconds(5)) {
+                lab.actionLog(of: user).contains { $0.outcome == "retrying" }
+            }
+            try await Task.sleep(for: .seconds(3))
+            let status = await lab.lab.exitStatus(of: pid)
+            #expect(status == nil, "netres exited (wait status \(status ?? 0)) after the 503")
+            let reply = try await lab.ctl(user, ["status"])
+            #expect(reply.contains("service \(user).registration"), "ctl: \(reply)")
+            #expect(failed, "no retrying registration logged: \(lab.actionLog(of: user))")
+            #expect(registerAttempts(lab, user: user).count == 1, "retried before the backoff")
+        }
     }
 
     @Test func aRestartedRegistrarHasLostItsBindings() async throws {
-        let lab = try await RegistrarLab.registered("amnesia")
-        defer { lab.stop() }
-        #expect(try await lab.boundContacts().contains { $0.contains("amnesia@198.18.0.2") })
-        try await lab.restartRegistrar()
-        // Nothing makes a UDP client without flow pings register again this soon (expires 600 s).
-        #expect(try await lab.boundContacts().isEmpty)
+        try await DaemonLab.registered("amnesia") { lab in
+            #expect(try await lab.boundContacts().contains { isContact($0, of: "amnesia", at: lab.initial.ipv4) })
+            try await lab.registrar.restart()
+            // Nothing makes a UDP client without flow pings register again this soon (expires 600 s).
+            #expect(try await lab.boundContacts().isEmpty)
+        }
     }
 
     /// The registrar is stopped for ~5 s and started again, with the client's flow to it lost:
@@ -76,58 +78,59 @@ struct SIPRegistrarFaultTests {
     func registersAgainAfterARegistrarRestart(
         _ user: String, transport: String, account: [String] = [], subscribed packages: Set<String> = []
     ) async throws {
-        let lab = try await RegistrarLab.registered(
-            user, transport: transport, account: account + (packages.isEmpty ? [] : Self.subscriptions))
-        defer { lab.stop() }
-        if !packages.isEmpty {
-            let subscribed = await waitUntil(seconds: 10) {
-                Set(
-                    lab.actionLog(of: user).filter { $0.action.hasSuffix("subscribe") && $0.outcome == "succeeded" }
-                        .map(\.service)
-                ).count == packages.count
+        try await DaemonLab.registered(
+            user, transport: transport, account: account + (packages.isEmpty ? [] : Self.subscriptions)
+        ) { lab in
+            if !packages.isEmpty {
+                let subscribed = await eventually(within: .seconds(10)) {
+                    Set(
+                        lab.actionLog(of: user).filter { $0.action.hasSuffix("subscribe") && $0.outcome == "succeeded" }
+                            .map(\.service)
+                    ).count == packages.count
+                }
+                try #require(subscribed, "not every subscription succeeded: \(lab.actionLog(of: user))")
             }
-            try #require(subscribed, "not every subscription succeeded: \(lab.actionLog(of: user))")
-        }
-        await lab.stopRegistrar()
-        try await Task.sleep(for: .seconds(5))
-        // Any binding after this instant is the new registrar's: the old one is gone.
-        let restartAt = realtime()
-        try await lab.startRegistrar()
-        let retries = lab.actionLog(of: user).filter {
-            $0.service == "\(user).registration" && $0.outcome == "retrying"
-        }
-        #expect((1...6).contains(retries.count), "retrying registrations while down: \(retries.count)")
-        // The next delay is at most 1.2 × 1.6^(n−1) s after the n-th failure; 1 s of slack.
-        let nextDelay = 1.2 * pow(1.6, Double(max(retries.count, 1) - 1)) + 1
-        let rebound = await waitUntil(seconds: nextDelay) {
-            lab.lines("REGISTERED", user: user).contains { $0.at > restartAt }
-        }
-        #expect(rebound, "not registered again within \(nextDelay) s of the registrar's restart")
-        if !packages.isEmpty {
-            let renewed = await waitUntil(seconds: 5) {
-                Set(Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)) == packages
+            await lab.registrar.stop()
+            try await Task.sleep(for: .seconds(5))
+            // Any binding after this instant is the new registrar's: the old one is gone.
+            let restartAt = realtime()
+            try await lab.registrar.start()
+            let retries = lab.actionLog(of: user).filter {
+                $0.service == "\(user).registration" && $0.outcome == "retrying"
             }
-            // One more second for a stray duplicate to show.
-            try await Task.sleep(for: .seconds(1))
-            let sent = Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)
-            #expect(renewed, "SUBSCRIBEd after the restart: \(sent)")
-            #expect(
-                sent.count == Set(sent).count,
-                "a subscription SUBSCRIBEd twice: \(lab.lines("AUTHORIZED", user: user).filter { $0.at > restartAt }.map(\.fields))"
-            )
-            let binding = try #require(lab.lines("REGISTERED", user: user).first { $0.at > restartAt }?.at)
-            let register = try #require(
-                lab.lines("REGISTER", user: user).last { $0.at > restartAt && $0.at < binding }?.at)
-            let firstSubscribe = lab.lines("SUBSCRIBE", user: user).first {
-                $0.at > restartAt && $0.fields["src"]?.hasPrefix("198.18.0.2:") == true
+            #expect((1...6).contains(retries.count), "retrying registrations while down: \(retries.count)")
+            // The next delay is at most 1.2 × 1.6^(n−1) s after the n-th failure; 1 s of slack.
+            let nextDelay = 1.2 * pow(1.6, Double(max(retries.count, 1) - 1)) + 1
+            let rebound = await eventually(within: .seconds(nextDelay)) {
+                lab.lines("REGISTERED", user: user).contains { $0.at > restartAt }
             }
-            #expect(
-                firstSubscribe.map { $0.at > register } ?? false,
-                "REGISTER that bound at \(register), first SUBSCRIBE at \(firstSubscribe?.at ?? 0): \(firstSubscribe?.fields ?? [:])"
-            )
+            #expect(rebound, "not registered again within \(nextDelay) s of the registrar's restart")
+            if !packages.isEmpty {
+                let renewed = await eventually(within: .seconds(5)) {
+                    Set(Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)) == packages
+                }
+                // One more second for a stray duplicate to show.
+                try await Task.sleep(for: .seconds(1))
+                let sent = Self.authorizedSubscribes(lab, user: user, after: restartAt).map(\.package)
+                #expect(renewed, "SUBSCRIBEd after the restart: \(sent)")
+                #expect(
+                    sent.count == Set(sent).count,
+                    "a subscription SUBSCRIBEd twice: \(lab.lines("AUTHORIZED", user: user).filter { $0.at > restartAt }.map(\.fields))"
+                )
+                let binding = try #require(lab.lines("REGISTERED", user: user).first { $0.at > restartAt }?.at)
+                let register = try #require(
+                    lab.lines("REGISTER", user: user).last { $0.at > restartAt && $0.at < binding }?.at)
+                let firstSubscribe = lab.lines("SUBSCRIBE", user: user).first {
+                    $0.at > restartAt && $0.fields["src"]?.hasPrefix("\(lab.initial.ipv4):") == true
+                }
+                #expect(
+                    firstSubscribe.map { $0.at > register } ?? false,
+                    "REGISTER that bound at \(register), first SUBSCRIBE at \(firstSubscribe?.at ?? 0): \(firstSubscribe?.fields ?? [:])"
+                )
+            }
+            let bound = try await lab.boundContacts().filter { isContact($0, of: user, at: lab.initial.ipv4) }
+            #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
         }
-        let bound = try await lab.boundContacts().filter { $0.contains("\(user)@198.18.0.2") }
-        #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
     }
 
     static let subscriptions = [
@@ -141,7 +144,7 @@ struct SIPRegistrarFaultTests {
     /// The client's SUBSCRIBEs that passed the registrar's challenge after `instant` (one per
     /// SUBSCRIBE the client meant to send: a challenged first try and its retry are one, a
     /// retransmission repeats its CSeq and is dropped here), named by package.
-    static func authorizedSubscribes(_ lab: RegistrarLab, user: String, after instant: Double) -> [(
+    static func authorizedSubscribes(_ lab: DaemonLab, user: String, after instant: Double) -> [(
         package: String, at: Double
     )] {
         var seen: Set<String> = []
@@ -181,23 +184,24 @@ struct SIPRegistrarFaultTests {
     /// `+sip.instance` from the state directory, and the registrar replaces the old binding.
     @Test func afterSIGKILLAndARestartTheRegistrarHoldsOneBindingOfTheAccount() async throws {
         let user = "crashed"
-        let lab = try await RegistrarLab.running()
-        defer { lab.stop() }
-        let config = try lab.writeDaemonConfig(user: user)
-        let first = try lab.startClient(user: user, config: config)
-        try #require(await waitUntil(seconds: 10) { !lab.lines("REGISTERED", user: user).isEmpty })
-        let before = try #require(lab.lines("REGISTERED", user: user).first?.contact)
-        kill(first, SIGKILL)
-        var status: Int32 = 0
-        #expect(await waitUntil(seconds: 5) { waitpid(first, &status, WNOHANG) == first })
-        let restartAt = realtime()
-        try lab.startClient(user: user, config: config)
-        try #require(
-            await waitUntil(seconds: 10) { lab.lines("REGISTERED", user: user).contains { $0.at > restartAt } })
-        let after = try #require(lab.lines("REGISTERED", user: user).last?.contact)
-        #expect(after != before, "the restart bound the same Contact \(after): nothing to replace")
-        #expect(after.contains("+sip.instance"), "no instance in \(after)")
-        let bound = try await lab.boundContacts().filter { $0.contains("\(user)@198.18.0.2") }
-        #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
+        try await DaemonLab.with { lab in
+            let config = try lab.writeDaemonConfig(user: user)
+            let first = try await lab.startClient(user: user, config: config)
+            try #require(await eventually(within: .seconds(10)) { !lab.lines("REGISTERED", user: user).isEmpty })
+            let before = try #require(lab.lines("REGISTERED", user: user).first?.contact)
+            kill(first, SIGKILL)
+            #expect(await eventually(within: .seconds(5)) { await lab.lab.exitStatus(of: first) != nil })
+            let restartAt = realtime()
+            try await lab.startClient(user: user, config: config)
+            try #require(
+                await eventually(within: .seconds(10)) {
+                    lab.lines("REGISTERED", user: user).contains { $0.at > restartAt }
+                })
+            let after = try #require(lab.lines("REGISTERED", user: user).last?.contact)
+            #expect(after != before, "the restart bound the same Contact \(after): nothing to replace")
+            #expect(after.contains("+sip.instance"), "no instance in \(after)")
+            let bound = try await lab.boundContacts().filter { isContact($0, of: user, at: lab.initial.ipv4) }
+            #expect(bound.count == 1, "bindings of \(user) at the registrar: \(bound)")
+        }
     }
 }

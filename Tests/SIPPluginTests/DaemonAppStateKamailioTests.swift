@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import ResilienceDaemon
 import ResilienceRuntime
@@ -13,17 +14,10 @@ extension DaemonKamailioTests {
     /// in the foreground the same config pings within seconds, so the guard can fail.
     @Test(arguments: [AppState.background, .foreground])
     func theConfigsAppStateDecidesTheFirstFlowPing(state: AppState) async throws {
-        let kamailio = try await offPool { try KamailioHarness() }
-        do {
-            try await startIn(state, kamailio)
-        } catch {
-            _ = try? await offPool { kamailio.stop() }
-            throw error
-        }
-        _ = try await offPool { kamailio.stop() }
+        try await withLoopbackRegistrar { kamailio in try await startIn(state, kamailio) }
     }
 
-    func startIn(_ state: AppState, _ kamailio: KamailioHarness) async throws {
+    func startIn(_ state: AppState, _ kamailio: LabRegistrar) async throws {
         let user = uniqueUser("appstate")
         let directory = URL(fileURLWithPath: "/tmp/netres-appstate-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -41,11 +35,11 @@ extension DaemonKamailioTests {
         let startedAt = ContinuousClock.now
         defer { running.cancel() }
 
-        #expect(try await eventually { try await contacts(kamailio).count == 1 })
+        #expect(try await eventually(within: .seconds(10)) { try await contacts(kamailio).count == 1 })
         #expect(await daemon.manager.status().appState == state)
         func pinged() async -> Bool { await lines.all.contains { $0.contains(#""action":"ping-flow""#) } }
         if state == .foreground {
-            #expect(try await eventually { await pinged() })
+            #expect(await eventually(within: .seconds(10)) { await pinged() })
         } else {
             // Four ping intervals (a hang guard's length, not a timing assertion): none is sent,
             // and the next wake-up is minutes away (the refresh at 600 − 30 s, or the first ping

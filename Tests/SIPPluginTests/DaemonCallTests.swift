@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import ResilienceCore
 import ResilienceDaemon
 import ServiceLifecycle
@@ -37,14 +38,19 @@ extension DaemonKamailioTests {
 
     /// Kamailio, a registered daemon, the body, then shutdown and cleanup whatever happens.
     func withCallDaemon(
-        incomingCalls: String = "ring", _ body: (KamailioHarness, CallDaemon) async throws -> Void
+        incomingCalls: String = "ring", _ body: (LabRegistrar, CallDaemon) async throws -> Void
     ) async throws {
-        let kamailio = try await offPool { try KamailioHarness() }
-        let directory = "/tmp/netres-calls-\(UInt32.random(in: 0...UInt32.max))"
-        defer {
-            kamailio.stop()
-            try? FileManager.default.removeItem(atPath: directory)
+        try await withLoopbackRegistrar { kamailio in
+            try await withCallDaemon(kamailio, incomingCalls: incomingCalls, body)
         }
+    }
+
+    /// A registered daemon against `kamailio`, the body, then shutdown and cleanup whatever happens.
+    private func withCallDaemon(
+        _ kamailio: LabRegistrar, incomingCalls: String, _ body: (LabRegistrar, CallDaemon) async throws -> Void
+    ) async throws {
+        let directory = "/tmp/netres-calls-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
         try FileManager.default.createDirectory(atPath: directory + "/hooks.d", withIntermediateDirectories: true)
         let user = uniqueUser("daemoncall")
         try "secret-\(user)\n".write(toFile: directory + "/pw", atomically: true, encoding: .utf8)
@@ -71,7 +77,7 @@ extension DaemonKamailioTests {
         let running = CallDaemon(user: user, socket: directory + "/ctl.sock", records: records, lines: lines)
         var failure: (any Error)?
         do {
-            #expect(try await eventually { try await contacts(kamailio).count == 1 })
+            #expect(try await eventually(within: .seconds(10)) { try await contacts(kamailio).count == 1 })
             try await body(kamailio, running)
         } catch {
             failure = error
@@ -95,7 +101,7 @@ extension DaemonKamailioTests {
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
             #expect(reply.hasPrefix("ok call "), "\(reply)")
             let id = String(reply.dropFirst("ok call ".count).dropLast())
-            let established = try await eventually {
+            let established = try await eventually(within: .seconds(10)) {
                 try await calls(running).first.map {
                     $0["state"] as? String == "active" && ($0["rtp_packets_received"] as? Int ?? 0) > 0
                 } ?? false
@@ -122,15 +128,16 @@ extension DaemonKamailioTests {
             // sipp saw the INVITE, two re-INVITEs (its checks: sendonly, then sendrecv) and the BYE.
             #expect(sipp.received("INVITE") == 3 && sipp.received("BYE") == 1)
             // Kamailio challenged the first INVITE, then relayed it and the in-dialog requests.
-            #expect(kamailio.requestCount(method: "INVITE", user: running.user) >= 2)
-            #expect(try await eventually { try await calls(running).isEmpty })
+            #expect(kamailio.transactionCount(of: "INVITE", from: running.user) >= 2)
+            #expect(try await eventually(within: .seconds(10)) { try await calls(running).isEmpty })
 
             let log = await running.lines.all.filter { $0.contains(#""kind":"call""#) }
             let states = log.compactMap { line in
                 (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event"] as? String
             }
             #expect(states == ["outgoing", "active", "held", "active", "ended"], "\(log)")
-            #expect(try await eventually { running.recorded().count == 5 }, "\(running.recorded())")
+            #expect(
+                await eventually(within: .seconds(10)) { running.recorded().count == 5 }, "\(running.recorded())")
             #expect(
                 running.recorded().first == "outgoing outgoing \(running.user) \(id) sip:far@127.0.0.1:\(sipp.port)")
         }
@@ -146,7 +153,9 @@ extension DaemonKamailioTests {
             }
             defer { sipp.stop() }
             #expect(
-                try await eventually { try await calls(running).first?["state"] as? String == "incoming" },
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "incoming"
+                },
                 "the call rings: sipp \(sipp.errors.suffix(600))")
             let ringing = try #require(try await calls(running).first)
             let id = try #require(ringing["id"] as? String)
@@ -159,16 +168,24 @@ extension DaemonKamailioTests {
             }
             #expect(logged, "the incoming call is one log line")
             #expect(
-                try await eventually { running.recorded().contains { $0.hasPrefix("incoming incoming ") } },
+                await eventually(within: .seconds(10)) {
+                    running.recorded().contains { $0.hasPrefix("incoming incoming ") }
+                },
                 "the hook ran for the incoming call: \(running.recorded())")
             #expect(try await send("hold \(id)", running).hasPrefix("error: call \(id) is incoming"))
 
             #expect(try await send(#"{"command":"answer","id":"\#(id)"}"#, running) == "ok answer \(id) active\n")
-            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "active"
+                })
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("BYE") == 1, "sipp took the daemon's BYE (its scenario sends none)")
-            #expect(try await eventually { running.recorded().contains { $0.hasPrefix("ended incoming ") } })
+            #expect(
+                await eventually(within: .seconds(10)) {
+                    running.recorded().contains { $0.hasPrefix("ended incoming ") }
+                })
         }
     }
 
@@ -181,14 +198,17 @@ extension DaemonKamailioTests {
             }
             defer { sipp.stop() }
             // Nobody runs `ctl answer`: the account's setting answers (the scenario waits for the 200).
-            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "active"
+                })
             let call = try #require(try await calls(running).first)
             #expect((call["media_address"] as? String)?.hasPrefix("127.0.0.1:") == true, "echo media bound")
             let id = try #require(call["id"] as? String)
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
             let states = running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
-            #expect(try await eventually { running.recorded().count == 3 }, "\(states)")
+            #expect(await eventually(within: .seconds(10)) { running.recorded().count == 3 }, "\(states)")
             #expect(
                 running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
                     == ["incoming", "active", "ended"])
@@ -209,12 +229,21 @@ extension DaemonKamailioTests {
         try await withCallDaemon { _, running in
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
             let id = String(reply.dropFirst("ok call ".count).dropLast())
-            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "active"
+                })
             #expect(try await send("interruption begin", running) == "ok interruption begin\n")
-            #expect(try await eventually { try await calls(running).first?["state"] as? String == "held" })
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "held"
+                })
             #expect(try await send("status", running).contains("(interrupted)"))
             #expect(try await send("interruption end", running) == "ok interruption end\n")
-            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(
+                try await eventually(within: .seconds(10)) {
+                    try await calls(running).first?["state"] as? String == "active"
+                })
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 3)

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import ResilienceDaemon
 import ResilienceTesting
@@ -11,7 +12,7 @@ import Testing
 /// host's routes; SIP, the control socket and the registrar are real.
 @Suite(
     .serialized,
-    .enabled(if: KamailioHarness.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
+    .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
     .timeLimit(.minutes(1))
 )
 struct DaemonKamailioTests {
@@ -20,7 +21,7 @@ struct DaemonKamailioTests {
         func append(_ line: String) { all.append(line) }
     }
 
-    /// Runs blocking work (spawning Kamailio, kamcmd, the blocking control client) on its own
+    /// Runs blocking work (the blocking control client) on its own
     /// thread, so it never starves the two-thread cooperative pool the other suites share.
     func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
@@ -30,27 +31,15 @@ struct DaemonKamailioTests {
 
     /// The config's `accounts:` key with one account of `user` at the loopback Kamailio, open
     /// for more of that account's keys on the lines after it (indented four spaces).
-    func accountsEntry(_ user: String, _ kamailio: KamailioHarness) -> String {
+    func accountsEntry(_ user: String, _ kamailio: LabRegistrar) -> String {
         "accounts:\n  - name: \(user)\n    registrar: 127.0.0.1\n    port: \(kamailio.port)\n    user: \(user)\n"
             + "    domain: 127.0.0.1"
     }
 
-    func contacts(_ kamailio: KamailioHarness) async throws -> [String] {
-        try await offPool { try kamailio.boundContacts() }
-    }
+    func contacts(_ kamailio: LabRegistrar) async throws -> [String] { try await kamailio.contacts() }
 
     func send(_ line: String, _ socket: String) async throws -> String {
         try await offPool { try ControlClient.send(line, socket: socket) }
-    }
-
-    /// Polls `condition` every 50 ms for at most `seconds`.
-    func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
     }
 
     /// The daemon of the config at `configPath` on a scripted loopback path, started and running
@@ -68,17 +57,10 @@ struct DaemonKamailioTests {
     }
 
     @Test func runRegistersAnswersControlCommandsAndUnregistersOnShutdown() async throws {
-        let kamailio = try await offPool { try KamailioHarness() }
-        do {
-            try await exercise(kamailio)
-        } catch {
-            _ = try? await offPool { kamailio.stop() }
-            throw error
-        }
-        _ = try await offPool { kamailio.stop() }
+        try await withLoopbackRegistrar { kamailio in try await exercise(kamailio) }
     }
 
-    func exercise(_ kamailio: KamailioHarness) async throws {
+    func exercise(_ kamailio: LabRegistrar) async throws {
         let user = uniqueUser("daemon")
         let password = "secret-\(user)"
         let directory = URL(fileURLWithPath: "/tmp/netres-run-\(UInt32.random(in: 0...UInt32.max))")
@@ -98,10 +80,10 @@ struct DaemonKamailioTests {
 
         let (daemon, group, running, lines) = try await startDaemon(configPath: configPath)
 
-        #expect(try await eventually { try await contacts(kamailio).count == 1 })
+        #expect(try await eventually(within: .seconds(10)) { try await contacts(kamailio).count == 1 })
         // The outcome reaches the status right after the 200 OK reaches the registrar's table.
         #expect(
-            try await eventually {
+            try await eventually(within: .seconds(10)) {
                 try await send("status", socket)
                     .contains("service \(user).registration: register -> succeeded")
             })
@@ -116,7 +98,7 @@ struct DaemonKamailioTests {
         #expect(try await send("push-token \(user) tok-42", socket) == "ok push-token \(user)\n")
         #expect(PushTokenStore.read(directory.appendingPathComponent("state/\(user).push").path) == "tok-42")
         #expect(
-            try await eventually {
+            try await eventually(within: .seconds(10)) {
                 try await contacts(kamailio).map { $0.contains("pn-prid=tok-42") } == [true]
             })
         status = try await send("status --json", socket)

@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -15,7 +16,7 @@ extension SIPCallSIPpTests {
             let outgoing = await recorder.events(until: { $0.phase == .outgoing }).first
             let call = try #require(outgoing?.call)
             // sipp has the INVITE but stays silent for a second: no provisional yet.
-            #expect(await eventually(within: 10) { sipp.received("INVITE") >= 1 })
+            #expect(await eventually(within: .seconds(10)) { sipp.received("INVITE") >= 1 })
             try await agent.hangUp(call, path: loopbackPath())
             #expect(sipp.received("CANCEL") == 0, "no CANCEL before a provisional (RFC 3261 §9.1)")
             await #expect(throws: PluginError.self) { try await placing.value }

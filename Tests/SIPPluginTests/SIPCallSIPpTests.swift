@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Synchronization
 import Testing
@@ -43,7 +44,7 @@ struct SIPCallSIPpTests {
 
         /// The events once one matches `last` (hang guard: `seconds`).
         func events(until last: (CallEvent) -> Bool, within seconds: Double = 10) async -> [CallEvent] {
-            _ = await eventually(within: seconds) { events.contains(where: last) }
+            _ = await eventually(within: .seconds(seconds)) { events.contains(where: last) }
             return events
         }
     }
@@ -193,7 +194,7 @@ struct SIPCallSIPpTests {
             let first = Task { try await agent.reinvite(call, path: loopbackPath()) }
             // The far end has the first re-INVITE (and answered only 100) before the network
             // "changes again".
-            #expect(await eventually(within: 10) { sipp.received("INVITE") == 2 })
+            #expect(await eventually(within: .seconds(10)) { sipp.received("INVITE") == 2 })
             try await agent.reinvite(call, path: loopbackPath())
             await #expect(throws: PluginError.self, "the superseded re-INVITE ended with 487") {
                 try await first.value

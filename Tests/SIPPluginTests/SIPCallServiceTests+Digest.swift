@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -10,7 +11,7 @@ extension SIPCallServiceTests {
     /// the call answers the registrar's own nonce (nonce count 2) and is accepted at once, so
     /// the registrar sees 3 REGISTERs (challenged, accepted, refreshed), not a fourth after a
     /// second 401 to credentials for the wrong challenge.
-    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
     func theInvitesChallengeLeavesTheRegistrationsDigestStateAlone() async throws {
         try await withProxiedCall("uas-answer-bye") { kamailio, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
@@ -22,9 +23,9 @@ extension SIPCallServiceTests {
             #expect(await agent.auth?.nonceCount == 2)
             try await agent.hangUp(call, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
-            #expect(kamailio.requestCount(method: "REGISTER", user: account.user) == 3)
+            #expect(kamailio.transactionCount(of: "REGISTER", from: account.user) == 3)
             // 407, then the INVITE with credentials; the BYE reuses them (no challenge).
-            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 2)
+            #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 2)
         }
     }
 }

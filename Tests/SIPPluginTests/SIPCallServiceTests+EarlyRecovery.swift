@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -9,7 +10,7 @@ extension SIPCallServiceTests {
     /// registration moves, then `reinvite-call` CANCELs the old INVITE and rings the far end
     /// again from the new address (sipp checks the CANCEL and the second INVITE); the call is
     /// answered there, under the same call id.
-    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
     func aCallRingingDuringAnAddressChangeIsRungAgainFromTheNewAddress() async throws {
         try await withProxiedCall("uas-ring-again", calls: 2) { kamailio, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
@@ -33,7 +34,7 @@ extension SIPCallServiceTests {
             #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("CANCEL") == 1)
             #expect(sipp.received("INVITE") == 2)
-            #expect(kamailio.requestCount(method: "CANCEL", user: account.user) == 1)
+            #expect(kamailio.transactionCount(of: "CANCEL", from: account.user) == 1)
         }
     }
 }

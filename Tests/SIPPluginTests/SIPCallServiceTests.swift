@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -83,26 +84,26 @@ struct SIPCallServiceTests {
     /// record-routes and relays the INVITE to sipp), and a far end running `scenario`.
     func withProxiedCall(
         _ scenario: String, calls: Int = 1,
-        _ body: (KamailioHarness, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
+        _ body: (LabRegistrar, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
     ) async throws {
-        let kamailio = try KamailioHarness()
-        defer { kamailio.stop() }
-        let sipp = try SIPpHarness(scenario: scenario, calls: calls)
-        defer { sipp.stop() }
-        let user = uniqueUser("mover")
-        let account = SIPAccount(
-            name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, user: user, domain: "127.0.0.1",
-            password: "secret-\(user)")
-        let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        try await body(kamailio, sipp, plugin, account)
-        await plugin.agent(for: user)?.close()
+        try await withLoopbackRegistrar { kamailio in
+            let sipp = try SIPpHarness(scenario: scenario, calls: calls)
+            defer { sipp.stop() }
+            let user = uniqueUser("mover")
+            let account = SIPAccount(
+                name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, user: user, domain: "127.0.0.1",
+                password: "secret-\(user)")
+            let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            try await body(kamailio, sipp, plugin, account)
+            await plugin.agent(for: user)?.close()
+        }
     }
 
     /// The call is placed from 127.0.0.1; the address "changes" to 127.0.0.2 (a second loopback
     /// address); the registration moves first, then `reinvite-call` re-INVITEs with the new
     /// Contact and `c=` (sipp checks both), and the media session rebinds there.
-    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
     func reinviteCallAfterAnAddressChangeCarriesTheNewContactAndSDP() async throws {
         try await withProxiedCall("uas-reinvite") { kamailio, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
@@ -116,19 +117,19 @@ struct SIPCallServiceTests {
             try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
             #expect(await media.localAddress == "127.0.0.2", "media rebound to the new address")
             #expect(await agent.activeCalls[call] == .active)
-            #expect(try kamailio.boundContacts().allSatisfy { $0.contains("@127.0.0.2:") })
+            #expect(try await kamailio.contacts().allSatisfy { $0.contains("@127.0.0.2:") })
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             // The registrar challenged the first INVITE (407), then relayed it with credentials
             // and the re-INVITE (its log is the witness: three INVITE CSeqs).
-            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 3)
+            #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 3)
         }
     }
 
     /// A call the user held, also held by an interruption, when the path comes back at a new
     /// address: the policy plans `resume-call` (which covers `reinvite-call`); the user still
     /// holds it, so it is re-offered as held (sendonly) from the new address, not resumed.
-    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
     func aUserHeldCallMovesHeldWhenTheInterruptionsResumeCoversTheReinvite() async throws {
         try await withProxiedCall("uas-held-move") { kamailio, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
@@ -141,7 +142,7 @@ struct SIPCallServiceTests {
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             // 407 + INVITE with credentials, hold, the held re-offer from the new address.
-            #expect(kamailio.requestCount(method: "INVITE", user: account.user) == 4)
+            #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 4)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// back on the same port.
 @Suite(
     .serialized,
-    .enabled(if: KamailioHarness.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
+    .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
     .timeLimit(.minutes(1))
 )
 struct SIPFlowKamailioTests {
@@ -26,41 +27,41 @@ struct SIPFlowKamailioTests {
     }
 
     @Test func udpOptionsFlowPingIsAnsweredByTheRegistrar() async throws {
-        let kamailio = try KamailioHarness()
-        defer { kamailio.stop() }
-        let user = uniqueUser("optping")
-        let (plugin, account) = makePlugin(port: kamailio.port, user: user, transport: .udp)
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        try await plugin.perform(action(.pingFlow, account.registrationService), context: context())
-        #expect(kamailio.requestCount(method: "OPTIONS", user: user) == 1)
-        #expect(await plugin.agent(for: user)!.boundAddress == "127.0.0.1")
-        #expect(await plugin.agent(for: user)!.registrationStatus.flowPingInterval == .seconds(30))
-        await plugin.agent(for: user)!.close()
+        try await withLoopbackRegistrar { kamailio in
+            let user = uniqueUser("optping")
+            let (plugin, account) = makePlugin(port: kamailio.port, user: user, transport: .udp)
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            try await plugin.perform(action(.pingFlow, account.registrationService), context: context())
+            #expect(kamailio.transactionCount(of: "OPTIONS", from: user) == 1)
+            #expect(await plugin.agent(for: user)!.boundAddress == "127.0.0.1")
+            #expect(await plugin.agent(for: user)!.registrationStatus.flowPingInterval == .seconds(30))
+            await plugin.agent(for: user)!.close()
+        }
     }
 
     @Test func registrarStoppedOverTCPIsOneLossOfEverythingEstablishedThenRegistersAgain() async throws {
-        var kamailio = try KamailioHarness()
-        defer { kamailio.stop() }
-        let user = uniqueUser("restart")
-        let (plugin, account) = makePlugin(
-            port: kamailio.port, user: user, transport: .tcp, subscriptions: [SubscriptionTarget(package: .reg)],
-            publishesPresence: true)
-        let reg = account.subscriptions[0].service(of: account)
-        let agent = try #require(plugin.agent(for: user))
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        try await plugin.perform(action(.subscribe, reg), context: context())
-        try await plugin.perform(action(.publishPresence, account.presencePublishService), context: context())
-        #expect(await agent.publicationETag != nil)
+        try await withLoopbackRegistrar { kamailio in
+            let user = uniqueUser("restart")
+            let (plugin, account) = makePlugin(
+                port: kamailio.port, user: user, transport: .tcp, subscriptions: [SubscriptionTarget(package: .reg)],
+                publishesPresence: true)
+            let reg = account.subscriptions[0].service(of: account)
+            let agent = try #require(plugin.agent(for: user))
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            try await plugin.perform(action(.subscribe, reg), context: context())
+            try await plugin.perform(action(.publishPresence, account.presencePublishService), context: context())
+            #expect(await agent.publicationETag != nil)
 
-        let port = kamailio.port
-        kamailio.stop()
-        #expect(await firstLoss(of: plugin) == [account.registrationService, reg, account.presencePublishService])
-        #expect(await agent.boundAddress == nil)
+            await kamailio.stop()
+            #expect(await firstLoss(of: plugin) == [account.registrationService, reg, account.presencePublishService])
+            #expect(await agent.boundAddress == nil)
 
-        kamailio = try KamailioHarness(port: port)
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        let contact = try #require(await agent.registrationStatus.contact)
-        #expect(try kamailio.boundContacts().contains(contact))
-        await agent.close()
+            // The same port, no bindings: a restarted registrar.
+            try await kamailio.start()
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            let contact = try #require(await agent.registrationStatus.contact)
+            #expect(try await kamailio.contacts().contains(contact))
+            await agent.close()
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import ResilienceTesting
 import Testing
@@ -43,7 +44,7 @@ struct SIPFlowLossTests {
         }
         try await agent.register(path: loopbackPath())
         #expect(await script.value)
-        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await eventually(within: .seconds(5)) { !recorder.all.isEmpty })
         #expect(await agent.boundAddress == nil)
         await agent.close()  // nothing left to close: no second report
         #expect(recorder.all == [[account.registrationService]])
@@ -80,14 +81,14 @@ struct SIPFlowLossTests {
         await agent.close()
         try await agent.register(path: loopbackPath())
         #expect(await script.value == 4)
-        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await eventually(within: .seconds(5)) { !recorder.all.isEmpty })
         #expect(recorder.all == [[account.registrationService]], "only the peer's close is a loss")
         await agent.close()
     }
 
     @Test func udpRegisterToAPortNobodyListensOnFailsAsAClosedFlowAndIsReported() async throws {
         let recorder = LossRecorder()
-        let (agent, account) = makeAgent(port: try freePort(), recorder: recorder)
+        let (agent, account) = makeAgent(port: try LoopbackPort.free(), recorder: recorder)
         await #expect {
             try await agent.register(path: loopbackPath())
         } throws: { error in
@@ -95,7 +96,7 @@ struct SIPFlowLossTests {
             guard let error = error as? PluginError else { return false }
             return error.isRetryable && error.message.contains("flow closed")
         }
-        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await eventually(within: .seconds(5)) { !recorder.all.isEmpty })
         #expect(recorder.all == [[account.registrationService]])
         await agent.close()
     }
@@ -137,7 +138,7 @@ struct SIPFlowLossTests {
             (error as? PluginError)?.isRetryable == false
         }
         #expect(await agent.boundAddress == nil)
-        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await eventually(within: .seconds(5)) { !recorder.all.isEmpty })
         #expect(recorder.all == [[account.registrationService]])
         await agent.close()
         // Whatever else the agent sent is queued at the peer by now.

@@ -1,25 +1,24 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Testing
 
 @testable import SIPPlugin
 
-/// Registration against a real Kamailio on loopback (config: Resources/kamailio.cfg.template).
+/// Registration against a real Kamailio on loopback (NetworkLab's `LabRegistrar`).
 @Suite(
     .serialized,
-    .enabled(if: KamailioHarness.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
+    .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
     .timeLimit(.minutes(1))
 )
 struct SIPRegistrationKamailioTests {
-    func withKamailio(_ body: (KamailioHarness) async throws -> Void) async throws {
-        let kamailio = try KamailioHarness()
-        defer { kamailio.stop() }
-        try await body(kamailio)
+    func withKamailio(_ body: (LabRegistrar) async throws -> Void) async throws {
+        try await withLoopbackRegistrar(body)
     }
 
     func makePlugin(
-        _ kamailio: KamailioHarness, user: String, password: String? = nil, transport: SIPTransportKind = .udp,
+        _ kamailio: LabRegistrar, user: String, password: String? = nil, transport: SIPTransportKind = .udp,
         expires: Int = 300, host: String = "127.0.0.1", configure: (inout SIPAccount) -> Void = { _ in }
     ) -> (SIPPlugin, SIPAccount) {
         var account = SIPAccount(
@@ -40,14 +39,14 @@ struct SIPRegistrationKamailioTests {
             let contact = try #require(status.contact)
             #expect(status.expires == 300)
             #expect(contact.hasPrefix("sip:\(user)@127.0.0.1:"))
-            #expect(try kamailio.boundContacts().contains(contact))
+            #expect(try await kamailio.contacts().contains(contact))
 
             try await plugin.perform(action(.refreshRegistration, service), context: context())
-            #expect(try kamailio.boundContacts() == [contact])
-            #expect(kamailio.requestCount(method: "REGISTER", user: user) == 3)  // 401, 200, refresh 200
+            #expect(try await kamailio.contacts() == [contact])
+            #expect(kamailio.transactionCount(of: "REGISTER", from: user) == 3)  // 401, 200, refresh 200
 
             try await plugin.perform(action(.unregister, service), context: context())
-            #expect(try kamailio.boundContacts().isEmpty)
+            #expect(try await kamailio.contacts().isEmpty)
             await plugin.agent(for: user)!.close()
         }
     }
@@ -62,8 +61,8 @@ struct SIPRegistrationKamailioTests {
                 (error as? PluginError)?.isRetryable == false
             }
             try await Task.sleep(for: .seconds(1))
-            #expect(kamailio.requestCount(method: "REGISTER", user: user) == 2)
-            #expect(try kamailio.boundContacts().isEmpty)
+            #expect(kamailio.transactionCount(of: "REGISTER", from: user) == 2)
+            #expect(try await kamailio.contacts().isEmpty)
             await plugin.agent(for: user)!.close()
         }
     }
@@ -78,7 +77,7 @@ struct SIPRegistrationKamailioTests {
             let agent = plugin.agent(for: user)!
             try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.1"))
             let old = try #require(await agent.registrationStatus.contact)
-            #expect(try kamailio.boundContacts() == [old])
+            #expect(try await kamailio.contacts() == [old])
 
             let moved = context("127.0.0.2")
             if closeStaleFirst {
@@ -90,53 +89,55 @@ struct SIPRegistrationKamailioTests {
             let new = try #require(await agent.registrationStatus.contact)
             #expect(new.hasPrefix("sip:\(user)@127.0.0.2:"))
             #expect(await agent.boundAddress == "127.0.0.2")
-            #expect(try kamailio.boundContacts() == [new])
+            #expect(try await kamailio.contacts() == [new])
             await agent.close()
         }
     }
 
     @Test(arguments: [SIPTransportKind.udp, .tcp])
     func registrarRestartFailsRetryablyThenRegistersAgain(transport: SIPTransportKind) async throws {
-        let first = try KamailioHarness()
-        let user = uniqueUser("phoenix")
-        let account = SIPAccount(
-            name: user, registrarHost: "127.0.0.1", registrarPort: first.port, transport: transport, user: user,
-            domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
-        let plugin = SIPPlugin(
-            accounts: [account], timers: SIPTimers(t1: .milliseconds(20), t2: .milliseconds(200)),
-            logger: testLogger(user))
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        first.stop()
-        await #expect {
+        try await withLoopbackRegistrar { registrar in
+            let user = uniqueUser("phoenix")
+            let account = SIPAccount(
+                name: user, registrarHost: "127.0.0.1", registrarPort: registrar.port, transport: transport, user: user,
+                domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
+            let plugin = SIPPlugin(
+                accounts: [account], timers: SIPTimers(t1: .milliseconds(20), t2: .milliseconds(200)),
+                logger: testLogger(user))
             try await plugin.perform(action(.register, account.registrationService), context: context())
-        } throws: { error in
-            (error as? PluginError)?.isRetryable == true
+            await registrar.stop()
+            await #expect {
+                try await plugin.perform(action(.register, account.registrationService), context: context())
+            } throws: { error in
+                (error as? PluginError)?.isRetryable == true
+            }
+            // The same port, no bindings: a restarted registrar (its request log goes on).
+            let restartAt = realtime()
+            try await registrar.start()
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            let contact = try #require(await plugin.agent(for: user)!.registrationStatus.contact)
+            #expect(try await registrar.contacts() == [contact])
+            #expect(registrar.transactionCount(of: "REGISTER", from: user, since: restartAt) == 2)  // 401, then 200
+            await plugin.agent(for: user)!.close()
         }
-        let second = try KamailioHarness(port: first.port)
-        defer { second.stop() }
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        let contact = try #require(await plugin.agent(for: user)!.registrationStatus.contact)
-        #expect(try second.boundContacts() == [contact])
-        #expect(second.requestCount(method: "REGISTER", user: user) == 2)  // 401, then 200
-        await plugin.agent(for: user)!.close()
     }
 
     @Test func sha256DigestRegistersAndAWrongPasswordStillFailsOnce() async throws {
-        let kamailio = try KamailioHarness(authAlgorithm: "SHA-256")
-        defer { kamailio.stop() }
-        let user = uniqueUser("sha")
-        let (plugin, account) = makePlugin(kamailio, user: user)
-        try await plugin.perform(action(.register, account.registrationService), context: context())
-        #expect(try kamailio.boundContacts().count == 1)
-        #expect(await plugin.agent(for: user)!.auth?.challenge.algorithm == .sha256)
-        let intruder = uniqueUser("shabad")
-        let (badPlugin, badAccount) = makePlugin(kamailio, user: intruder, password: "wrong")
-        await #expect(throws: PluginError.self) {
-            try await badPlugin.perform(action(.register, badAccount.registrationService), context: context())
+        try await withLoopbackRegistrar(options: RegistrarOptions(digestAlgorithm: "SHA-256")) { kamailio in
+            let user = uniqueUser("sha")
+            let (plugin, account) = makePlugin(kamailio, user: user)
+            try await plugin.perform(action(.register, account.registrationService), context: context())
+            #expect(try await kamailio.contacts().count == 1)
+            #expect(await plugin.agent(for: user)!.auth?.challenge.algorithm == .sha256)
+            let intruder = uniqueUser("shabad")
+            let (badPlugin, badAccount) = makePlugin(kamailio, user: intruder, password: "wrong")
+            await #expect(throws: PluginError.self) {
+                try await badPlugin.perform(action(.register, badAccount.registrationService), context: context())
+            }
+            #expect(kamailio.transactionCount(of: "REGISTER", from: intruder) == 2)
+            await plugin.agent(for: user)!.close()
+            await badPlugin.agent(for: intruder)!.close()
         }
-        #expect(kamailio.requestCount(method: "REGISTER", user: intruder) == 2)
-        await plugin.agent(for: user)!.close()
-        await badPlugin.agent(for: intruder)!.close()
     }
 
     @Test func serviceUnavailableCarriesRetryAfter() async throws {
@@ -149,10 +150,10 @@ struct SIPRegistrationKamailioTests {
                 guard let error = error as? PluginError else { return false }
                 return error.isRetryable && error.retryAfter == .seconds(3)
             }
-            #expect(kamailio.requestCount(method: "REGISTER", user: user) == 1)
+            #expect(kamailio.transactionCount(of: "REGISTER", from: user) == 1)
             // Never bound: unregistering sends nothing (it would only be refused again).
             try await plugin.perform(action(.unregister, account.registrationService), context: context())
-            #expect(kamailio.requestCount(method: "REGISTER", user: user) == 1)
+            #expect(kamailio.transactionCount(of: "REGISTER", from: user) == 1)
             await plugin.agent(for: user)!.close()
         }
     }
@@ -163,7 +164,7 @@ struct SIPRegistrationKamailioTests {
             let (plugin, account) = makePlugin(kamailio, user: user, expires: 60)
             try await plugin.perform(action(.register, account.registrationService), context: context())
             #expect(await plugin.agent(for: user)!.registrationStatus.expires == 120)
-            #expect(try kamailio.boundContacts().count == 1)
+            #expect(try await kamailio.contacts().count == 1)
             await plugin.agent(for: user)!.close()
         }
     }
@@ -178,7 +179,7 @@ struct SIPRegistrationKamailioTests {
                 account.push = PushParameters(provider: "apns", prid: "tok123", param: "team.app.voip")
             }
             try await plugin.perform(action(.register, account.registrationService), context: context())
-            let dump = try kamailio.userLocationDump()
+            let dump = try await kamailio.kamcmd(["ul.dump"])
             #expect(dump.contains("pn-provider=apns;pn-prid=tok123;pn-param=team.app.voip"))
             #expect(dump.contains("Instance: <\(instance)>"))
             #expect(dump.contains("Reg-Id: 1"))
@@ -205,17 +206,17 @@ struct SIPRegistrationKamailioTests {
             #expect(await agent.isPushAvailable == false)
             await agent.setPushParameters(PushParameters(provider: "fcm", prid: "first-token"))
             try await plugin.perform(action(.register, account.registrationService), context: context())
-            #expect(try kamailio.boundContacts().map { $0.contains("pn-prid=first-token") } == [true])
+            #expect(try await kamailio.contacts().map { $0.contains("pn-prid=first-token") } == [true])
             await agent.setPushParameters(PushParameters(provider: "fcm", prid: "second-token"))
             try await plugin.perform(action(.register, account.registrationService), context: context())
-            #expect(try kamailio.boundContacts().map { $0.contains("pn-prid=second-token") } == [true])
+            #expect(try await kamailio.contacts().map { $0.contains("pn-prid=second-token") } == [true])
             #expect(await agent.isPushAvailable)
             await agent.close()
         }
     }
 
     @Test(
-        .enabled(if: KamailioHarness.hasIPv6Loopback, "no IPv6 loopback here"),
+        .enabled(if: LoopbackPort.hasIPv6, "no IPv6 loopback here"),
         arguments: [SIPTransportKind.udp, .tcp])
     func ipv6FlowRegisters(transport: SIPTransportKind) async throws {
         try await withKamailio { kamailio in
@@ -224,7 +225,7 @@ struct SIPRegistrationKamailioTests {
             try await plugin.perform(action(.register, account.registrationService), context: context("::1"))
             let contact = try #require(await plugin.agent(for: user)!.registrationStatus.contact)
             #expect(contact.hasPrefix("sip:\(user)@[::1]:"))
-            #expect(try kamailio.boundContacts() == [contact])
+            #expect(try await kamailio.contacts() == [contact])
             await plugin.agent(for: user)!.close()
         }
     }
@@ -232,9 +233,11 @@ struct SIPRegistrationKamailioTests {
 
 @Suite struct KamailioAvailabilityTests {
     @Test func kamailioIsInstalledWhenRunningInCI() {
-        if !KamailioHarness.isInstalled {
+        if !LabRegistrar.isInstalled {
             print("⚠️⚠️⚠️ kamailio/kamcmd not installed: the Kamailio integration suite was SKIPPED ⚠️⚠️⚠️")
         }
-        #expect(KamailioHarness.isInstalled || !KamailioHarness.isCI, "CI=true but kamailio is not installed")
+        #expect(
+            LabRegistrar.isInstalled || !(ProcessInfo.processInfo.environment["CI"] == "true"),
+            "CI=true but kamailio is not installed")
     }
 }

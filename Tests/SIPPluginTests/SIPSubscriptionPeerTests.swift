@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Synchronization
 import Testing
@@ -64,13 +65,14 @@ struct SIPSubscriptionPeerTests {
 
     static let firstRequestWait: Double = 30
 
+    /// The subscription's status once it has seen `count` NOTIFYs, or after 5 s.
     func waitForNotifies(_ agent: SIPUserAgent, count: Int) async -> SubscriptionStatus {
-        for _ in 0..<250 {
-            let status = await agent.subscriptionStatus(Self.service)
-            if status.notifyCount >= count { return status }
-            try? await Task.sleep(for: .milliseconds(20))
+        var status = await agent.subscriptionStatus(Self.service)
+        _ = await eventually(within: .seconds(5), every: .milliseconds(20)) {
+            status = await agent.subscriptionStatus(Self.service)
+            return status.notifyCount >= count
         }
-        return await agent.subscriptionStatus(Self.service)
+        return status
     }
 
     @Test func subscribeRefreshRecreateOn481AndUnsubscribe() async throws {

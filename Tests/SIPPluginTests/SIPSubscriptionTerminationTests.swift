@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -86,7 +87,7 @@ struct SIPSubscriptionTerminationTests {
         }
         let path = loopbackPath()
         try await agent.subscribe(Peer.target, service: Self.service, path: path)
-        #expect(await eventually { losses.all == [[Self.service]] }, "reports: \(losses.all)")
+        #expect(await eventually(within: .seconds(5)) { losses.all == [[Self.service]] }, "reports: \(losses.all)")
         let status = await agent.subscriptionStatus(Self.service)
         guard case .terminated = status.state else {
             Issue.record("not terminated: \(status.state)")

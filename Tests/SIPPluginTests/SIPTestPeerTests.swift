@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
 import ResilienceTesting
 import Testing
@@ -217,7 +218,7 @@ extension SIPTestPeerTests {
         }
         #expect(await agent.boundAddress == nil)
         #expect(await script.value)
-        #expect(await eventually { !losses.all.isEmpty })
+        #expect(await eventually(within: .seconds(5)) { !losses.all.isEmpty })
         #expect(losses.all == [[account.registrationService]])
         await agent.close()
     }

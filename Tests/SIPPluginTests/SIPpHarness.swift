@@ -1,6 +1,7 @@
 import ChildProcesses
 import Foundation
 import Glibc
+import NetworkLab
 
 /// sipp (Debian `sip-tester`) as a real far end on loopback, running one XML scenario kept in
 /// `Resources/sipp/` for one call, with its message log as the witness. Stopped by PID.
@@ -31,8 +32,8 @@ final class SIPpHarness: Sendable {
         guard let executable = Self.executable else { throw HarnessError("sipp is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-sipp-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        port = try freePort()
-        let mediaPort = try freePort()
+        port = try LoopbackPort.free()
+        let mediaPort = try LoopbackPort.free()
         let messages = directory.appendingPathComponent("messages.log").path
         child = try ChildProcess(
             [

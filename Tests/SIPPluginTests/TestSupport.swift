@@ -33,14 +33,10 @@ func action(_ kind: ActionKind, _ service: ServiceID) -> PlannedAction {
 /// A unique user name so tests never share registrar state.
 func uniqueUser(_ prefix: String) -> String { "\(prefix)\(UInt32.random(in: 100_000...999_999))" }
 
-/// Polls `condition` every 20 ms for at most `seconds`.
-func eventually(within seconds: Double = 5, _ condition: () throws -> Bool) async rethrows -> Bool {
-    let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
+/// What a test-side server (sipp, a scripted peer) could not do.
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Awaits `task` under a hang guard: once `seconds` of real time pass (generous: a guard against
