@@ -136,7 +136,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", "ResilienceDaemon", log,
+                "NetlinkMonitor", "ResilienceDaemon", "NetworkLab", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings

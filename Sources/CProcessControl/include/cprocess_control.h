@@ -10,4 +10,8 @@ int cprocess_is_child_subreaper(void);
 /// pipe2(fds, O_CLOEXEC): both ends close on exec, atomically (no other thread's spawn inherits them).
 int cprocess_pipe_cloexec(int fds[2]);
 
+/// pidfd_open(pid, 0): a close-on-exec descriptor that polls readable once the child `pid` has
+/// exited (Linux 5.3+); -1 with errno.
+int cprocess_pidfd_open(int pid);
+
 #endif
