@@ -46,8 +46,13 @@ extension ScaleBenchmark {
             $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.realtime > startedAt + startUp
         }.count
         let dropsBefore = try lab.registrarDrops()
+        // `NETRES_BENCH_PERF=FILE`: a `perf record` of netres over the flap, for finding its costs.
+        let perf = try ProcessInfo.processInfo.environment["NETRES_BENCH_PERF"].map {
+            try Spawned(["/usr/bin/perf", "record", "-F", "999", "-g", "-p", "\(child.pid)", "-o", "\($0)-\(count)"])
+        }
         let upAt = try lab.flapClientLink(downSeconds: 3)
         let recovery = try waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
+        perf?.stop(signal: SIGINT, grace: .seconds(10))
         let flapLog = lab.registrarLog()
         let flap = span(
             flapLog, prefix: prefix, count: count, after: upAt, drops: try lab.registrarDrops() - dropsBefore)
