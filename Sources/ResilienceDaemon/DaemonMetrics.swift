@@ -30,7 +30,9 @@ public final class DaemonMetrics: Sendable {
             (String(name.map { $0 == "." || $0 == "-" ? "_" : $0 }), labels)
         }
         let long: [Duration] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .milliseconds(Int64($0 * 1000)) }
-        factory.durationHistogramBuckets = ["netres.recovery": long, "netres.path.downtime": long]
+        factory.durationHistogramBuckets = [
+            "netres.recovery": long, "netres.path.downtime": long, "netres.call.recovery": long,
+        ]
         self.registry = registry
         self.factory = factory
         // Served from the start, empty: an operator sees the histograms before the first recovery.

@@ -152,7 +152,10 @@ extension ResilienceManager {
             // One item leaves the queue at a time and is decided before the next suspension, so
             // the queue and the rules engine together always hold every reported app event.
             while !queue.isEmpty && !isShuttingDown {
-                queue = coalesce(queue)
+                if queueNeedsCoalescing {
+                    queue = coalesce(queue)
+                    queueNeedsCoalescing = false
+                }
                 guard !queue.isEmpty else { break }
                 await process(queue.removeFirst())
             }
@@ -211,7 +214,8 @@ extension ResilienceManager {
             let path = rules.path
             let snapshot = await source.snapshot()
             guard !isShuttingDown else { return }
-            await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions)
+            let downtime: Duration? = if case .restored(let downtime) = item.transition?.kind { downtime } else { nil }
+            await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions, restoredAfter: downtime)
         } else {
             await executor.submit(actions, epoch: epoch)
         }
