@@ -85,7 +85,7 @@ public actor SIPUserAgent {
     ///     the agent paces alone.
     ///   - callSurvivalBudget: see ``callSurvivalBudget`` (policy `call-survival-budget`).
     ///   - onFlowActive: called with the registration's service when a response arrived on the
-    ///     flow (at most once a second, see ``FlowActivity``): its flow ping can wait.
+    ///     flow (at most once a second, see `FlowActivity`): its flow ping can wait.
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
         clock: any RuntimeClock = ContinuousClock(), pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
