@@ -2,6 +2,7 @@ import Metrics
 public import Prometheus
 import ResilienceCore
 public import ResilienceRuntime
+public import SIPPlugin
 import Synchronization
 
 /// The metrics `netres run` exports, recorded into a Prometheus registry through swift-metrics.
@@ -15,7 +16,10 @@ import Synchronization
 /// - `netres_recovery` (histogram): from a restore or change to each registration's first
 ///   successful register or refresh after it: how long a SIP service stayed down because of the network;
 /// - `netres_registrations` by `outcome`: the SIP plugin's register and refresh attempts;
-/// - `netres_flows_lost`: services whose flow the SIP plugin reported lost.
+/// - `netres_flows_lost`: services whose flow the SIP plugin reported lost;
+/// - from ``observe(call:)``, `netres_call_events` by `state`. The SIP plugin records its own
+///   call instruments into ``factory`` (`netres_calls_recovered`, `netres_calls_lost` by
+///   `reason`, the `netres_call_recovery` histogram, with the long buckets here).
 ///
 /// Names are swift-metrics labels with dots, written with underscores for Prometheus.
 public final class DaemonMetrics: Sendable {
@@ -30,14 +34,20 @@ public final class DaemonMetrics: Sendable {
             (String(name.map { $0 == "." || $0 == "-" ? "_" : $0 }), labels)
         }
         let long: [Duration] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .milliseconds(Int64($0 * 1000)) }
+        // Keyed by the sanitized name: the factory looks buckets up after sanitizing the label.
         factory.durationHistogramBuckets = [
-            "netres.recovery": long, "netres.path.downtime": long, "netres.call.recovery": long,
+            "netres_recovery": long, "netres_path_downtime": long, "netres_call_recovery": long,
         ]
         self.registry = registry
         self.factory = factory
         // Served from the start, empty: an operator sees the histograms before the first recovery.
         _ = timer("netres.recovery")
         _ = timer("netres.path.downtime")
+    }
+
+    /// Counts one call event of the SIP plugin (its recoveries and losses it counts itself).
+    public func observe(call event: CallEvent) {
+        counter("netres.call.events", [("state", event.phase.rawValue)]).increment()
     }
 
     /// Counts what one manager event says; call for every event, in order.

@@ -22,11 +22,12 @@ final class SIPpHarness: Sendable {
 
     /// Starts `sipp -sf SCENARIO` in server mode on a free port for `calls` calls (sipp tells
     /// calls apart by Call-ID); the scenario's own timeouts and `-timeout 40s` bound its life.
+    /// `arguments` go last (a client scenario's remote host, `-s USER`).
     ///
     /// sipp answers a call to the address it first heard that Call-ID from: a test whose agent
     /// moves to a new address must reach sipp through the registrar (Kamailio), whose replies
     /// follow the Via.
-    init(scenario name: String, calls: Int = 1) throws {
+    init(scenario name: String, calls: Int = 1, arguments: [String] = []) throws {
         guard let executable = Self.executable else { throw HarnessError("sipp is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-sipp-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -38,7 +39,7 @@ final class SIPpHarness: Sendable {
                 executable, "-sf", Self.scenario(name), "-i", "127.0.0.1", "-p", "\(port)", "-mp", "\(mediaPort)",
                 "-m", "\(calls)", "-timeout", "40s", "-timeout_error", "-trace_msg", "-message_file", messages,
                 "-trace_err", "-error_file", directory.appendingPathComponent("errors.log").path,
-            ], output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
+            ] + arguments, output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
         // sipp binds its port only after parsing the scenario: on a loaded machine that takes
         // longer than any fixed pause, and a request sent before it draws ICMP port unreachable.
         Self.waitUntilBound(port: port, within: 5)

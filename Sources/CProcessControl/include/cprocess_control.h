@@ -14,4 +14,8 @@ int cprocess_pipe_cloexec(int fds[2]);
 /// exited (Linux 5.3+); -1 with errno.
 int cprocess_pidfd_open(int pid);
 
+/// setns(fd, CLONE_NEWNET): moves the calling THREAD into the network namespace open at `fd`;
+/// 0 or -1 with errno. Call it only on a thread made for that purpose (setns is per thread).
+int cprocess_enter_netns(int fd);
+
 #endif
