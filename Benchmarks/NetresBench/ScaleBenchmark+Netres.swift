@@ -62,8 +62,13 @@ extension ScaleBenchmark {
             $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.at > startedAt + startUp
         }.count
         let dropsBefore = try await lab.registrarDrops()
+        // `NETRES_BENCH_PERF=FILE`: a `perf record` of netres over the flap, for finding its costs.
+        let perf = try ProcessInfo.processInfo.environment["NETRES_BENCH_PERF"].map {
+            try Spawned(["/usr/bin/perf", "record", "-F", "999", "-g", "-p", "\(child)", "-o", "\($0)-\(count)"])
+        }
         let upAt = try await lab.flapClientLink(downSeconds: 3)
         let recovery = try await waitForAll(lab, prefix: prefix, count: count, after: upAt, bound: bound)
+        perf?.stop(signal: SIGINT, grace: .seconds(10))
         let flapLog = lab.registrarLog()
         let flapDrops = try await lab.registrarDrops() - dropsBefore
         let flap = span(flapLog, prefix: prefix, count: count, after: upAt, drops: flapDrops)

@@ -5,6 +5,7 @@
 //                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench scale N[,N…] [idle=S] [rates=R,R…]   N accounts on one registrar vs sipp and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
+//   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 import Foundation
 import ResilienceDaemon
 
@@ -20,6 +21,9 @@ do {
         try await sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "runtime":
         await runRuntimeBenchmarks()
+    case "idle-daemon":
+        let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
+        try await IdleDaemonBenchmark(seconds: min(max(seconds, 10), 600)).run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -34,7 +38,7 @@ do {
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
-                + " | scale N[,N…] [idle=S] [rates=R,R…]"
+                + " | scale N[,N…] [idle=S] [rates=R,R…] | idle-daemon [seconds]"
         )
         exit(64)
     }

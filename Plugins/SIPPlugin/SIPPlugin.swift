@@ -13,6 +13,7 @@ public final class SIPPlugin: ResiliencePlugin {
     public let id = "sip"
     public let accounts: [SIPAccount]
     private let agents: [String: SIPUserAgent]
+    private let accountsByName: [String: SIPAccount]
     /// Grows and shrinks at run time (``addSubscription(_:account:)``, ``removeService(_:)``).
     private let routes: Mutex<SIPRouteTable>
     private let logger: Logger
@@ -23,12 +24,15 @@ public final class SIPPlugin: ResiliencePlugin {
     ///   expiry and keep-alive interval (the registrar's Flow-Timer, else the account's), a
     ///   subscription's granted expiry, and both cleared by unregister/unsubscribe; instants are
     ///   the action's `PluginContext.now` plus the granted seconds (clamped by the agent);
+    /// - `.flowActive` when a response arrived on an account's flow (at most once a second per
+    ///   account), so its flow ping waits a whole interval again;
     /// - `.flowLost` for each flow the server ended, and for a subscription the notifier ended
     ///   (RFC 6665 §4.1.3), so the runtime re-subscribes (or records the permanent failure).
     ///
     /// Unbounded on purpose: a dropped `.serviceChanged` would leave a stale expiry. Reports come
     /// from actions (one each) and from state transitions of the configured services (a
-    /// subscription ends once per dialog), so a peer cannot make them pile up.
+    /// subscription ends once per dialog), and activity reports come at most once a second per
+    /// account and only for answers to its own requests, so a peer cannot make them pile up.
     public let reports: AsyncStream<PluginReport>
     private let reportContinuation: AsyncStream<PluginReport>.Continuation
 
@@ -55,6 +59,7 @@ public final class SIPPlugin: ResiliencePlugin {
         callSurvivalBudget: Duration = .seconds(30), metricsFactory: (any MetricsFactory)? = nil, logger: Logger
     ) {
         self.accounts = accounts
+        self.accountsByName = Dictionary(accounts.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.callMetrics = CallMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.logger = logger
         let (reports, reportContinuation) = AsyncStream.makeStream(of: PluginReport.self)
@@ -68,10 +73,9 @@ public final class SIPPlugin: ResiliencePlugin {
             let pacer = pacers[registrar] ?? RegistrarPacer(settings: pacing)
             pacers[registrar] = pacer
             agents[account.name] = SIPUserAgent(
-                account: account, timers: timers, logger: logger, pacer: pacer, callSurvivalBudget: callSurvivalBudget
-            ) { services in
-                reportContinuation.yield(.flowLost(services))
-            }
+                account: account, timers: timers, logger: logger, pacer: pacer, callSurvivalBudget: callSurvivalBudget,
+                onFlowLost: { reportContinuation.yield(.flowLost($0)) },
+                onFlowActive: { reportContinuation.yield(.flowActive($0)) })
         }
         self.agents = agents
         self.routes = Mutex(SIPRouteTable(accounts: accounts))
@@ -84,7 +88,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// kind the policy names (outgoing/incoming × progressing, alerting, active, held, remotely-held).
     private func callChanged(_ event: CallEvent, account name: String) {
         callMetrics.record(event)
-        guard let account = accounts.first(where: { $0.name == name }) else { return }
+        guard let account = accountsByName[name] else { return }
         let service = account.callService(event.call)
         guard let state = event.phase.serviceState else {
             if routes.withLock({ $0.remove(service) }) != nil { reportContinuation.yield(.serviceRemoved(service)) }
@@ -106,20 +110,21 @@ public final class SIPPlugin: ResiliencePlugin {
     /// ``RegistrationStatus/flowPingInterval`` once registered. These are the configured
     /// services; one added at run time (``addSubscription(_:account:)``) reaches the manager as a
     /// `serviceAdded` report instead.
-    public var services: [ClientService] {
-        accounts.flatMap { account in
-            [
-                ClientService(
-                    id: account.registrationService, kind: .registration, account: account.name,
-                    flowPingInterval: account.flowPingInterval)
-            ]
-                + account.subscriptions.map {
-                    ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
-                }
-                + (account.publishesPresence
-                    ? [ClientService(id: account.presencePublishService, kind: .presencePublish, account: account.name)]
-                    : [])
-        }
+    public var services: [ClientService] { accounts.flatMap(Self.configuredServices(of:)) }
+
+    /// The configured services of one account (registration, subscriptions, publication).
+    private static func configuredServices(of account: SIPAccount) -> [ClientService] {
+        [
+            ClientService(
+                id: account.registrationService, kind: .registration, account: account.name,
+                flowPingInterval: account.flowPingInterval)
+        ]
+            + account.subscriptions.map {
+                ClientService(id: $0.service(of: account), kind: .subscription($0.package), account: account.name)
+            }
+            + (account.publishesPresence
+                ? [ClientService(id: account.presencePublishService, kind: .presencePublish, account: account.name)]
+                : [])
     }
 
     /// Its SIP actions, for the services it routes now (they change at run time).
@@ -131,7 +136,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// returns the service, or nil when the account is unknown or the service exists already.
     @discardableResult
     public func addSubscription(_ target: SubscriptionTarget, account name: String) -> ServiceID? {
-        guard let account = accounts.first(where: { $0.name == name }) else { return nil }
+        guard let account = accountsByName[name] else { return nil }
         let service = target.service(of: account)
         guard routes.withLock({ $0.add(.subscription(account: name, target: target), for: service) }) else {
             return nil
@@ -233,8 +238,12 @@ public final class SIPPlugin: ResiliencePlugin {
     }
 
     /// Reports a service as changed: the plugin's description of it (``services``) with `change`.
+    /// Looks at the service's own account only: with every account's services (``services``)
+    /// each report cost O(accounts), and 1,000 accounts re-registering after a flap O(accounts²).
     private func report(_ id: ServiceID, _ change: (inout ClientService) -> Void) {
-        guard var service = services.first(where: { $0.id == id }) else { return }
+        guard let name = routes.withLock({ $0[id] })?.account, let account = accountsByName[name],
+            var service = Self.configuredServices(of: account).first(where: { $0.id == id })
+        else { return }
         change(&service)
         reportContinuation.yield(.serviceChanged(service))
     }

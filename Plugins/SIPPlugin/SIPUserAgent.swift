@@ -53,8 +53,9 @@ public actor SIPUserAgent {
     nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
     /// The plugin's listener for call changes (service reports); set once, by ``SIPPlugin``.
     nonisolated let callObserver = Mutex<(@Sendable (CallEvent) -> Void)?>(nil)
-    /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one.
-    var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>)?
+    /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one, with
+    /// its timeout (cancelled when the wait ends, so an answered ping leaves no timer armed).
+    var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>, timeout: Task<Void, Never>)?
     var pongGeneration: UInt64 = 0
     var pongCount: UInt64 = 0
     /// A flow being opened, shared by interleaved actions that need the same address.
@@ -66,6 +67,8 @@ public actor SIPUserAgent {
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
     nonisolated let pacer: RegistrarPacer
+    /// Tells the runtime of responses on the flow (see ``FlowActivity``).
+    nonisolated let activity: FlowActivity
     /// A call whose path was lost longer than this is ended on return (policy
     /// `call-survival-budget`); zero keeps calls across any outage.
     public nonisolated let callSurvivalBudget: Duration
@@ -81,15 +84,19 @@ public actor SIPUserAgent {
     ///   - pacer: shared by the accounts of one registrar (``SIPPlugin`` does that); by default
     ///     the agent paces alone.
     ///   - callSurvivalBudget: see ``callSurvivalBudget`` (policy `call-survival-budget`).
+    ///   - onFlowActive: called with the registration's service when a response arrived on the
+    ///     flow (at most once a second, see `FlowActivity`): its flow ping can wait.
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
         clock: any RuntimeClock = ContinuousClock(), pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
         callSurvivalBudget: Duration = .seconds(30),
-        onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
+        onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in },
+        onFlowActive: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
     ) {
         self.account = account
         self.callSurvivalBudget = max(callSurvivalBudget, .zero)
         self.pacer = pacer
+        self.activity = FlowActivity(services: [account.registrationService], report: onFlowActive)
         self.timers = timers
         self.onFlowLost = onFlowLost
         var logger = logger
@@ -166,7 +173,7 @@ public actor SIPUserAgent {
         serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
         let layer = TransactionLayer(
             clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
-            reliable: account.transport != .udp)
+            reliable: account.transport != .udp, onResponse: activity.responseArrived(at:))
         do {
             return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, tls: account.tls,
@@ -243,21 +250,18 @@ public actor SIPUserAgent {
         return candidates.first?.address
     }
 
-    /// Sends a request and answers digest challenges (at most once per fresh challenge, once
-    /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
-    /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
     /// Runs `transaction` once the registrar's pacer admits it when `isRegister` (at once
-    /// otherwise). An answer that took T1 or longer needed a retransmission over UDP (or kept a
-    /// stream waiting as long): the registrar is behind, so the window narrows.
+    /// otherwise). A response to the first copy says the registrar keeps up, however long it took
+    /// (a busy machine delays answers without losing requests); one that needed a retransmission,
+    /// or none at all, says it is behind, so the window narrows.
     private func paced(
-        _ isRegister: Bool, _ transaction: () async throws -> SIPMessage
+        _ isRegister: Bool, _ transaction: () async throws -> (response: SIPMessage, copies: Int)
     ) async throws -> SIPMessage {
-        guard isRegister else { return try await transaction() }
+        guard isRegister else { return try await transaction().response }
         try await pacer.admit(clock: clock)
-        let started = clock.now
         do {
-            let response = try await transaction()
-            pacer.finish(clock.now - started < timers.t1 ? .answered : .retransmitted)
+            let (response, copies) = try await transaction()
+            pacer.finish(copies <= 1 ? .answered : .retransmitted)
             return response
         } catch {
             pacer.finish(Task.isCancelled ? .abandoned : .retransmitted)
@@ -265,6 +269,9 @@ public actor SIPUserAgent {
         }
     }
 
+    /// Sends a request and answers digest challenges (at most once per fresh challenge, once
+    /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
+    /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
     func exchange(_ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32)
         async throws -> SIPMessage
     {
@@ -285,7 +292,8 @@ public actor SIPUserAgent {
             let response: SIPMessage
             do {
                 response = try await paced(method == "REGISTER") {
-                    try await runNonInviteTransaction(request, over: flow, table: table, timers: timers, clock: clock)
+                    try await runCountedNonInviteTransaction(
+                        request, over: flow, table: table, timers: timers, clock: clock)
                 }
             } catch  where Task.isCancelled {
                 // The executor cancelled the action (new epoch, deadline): say so, not "timeout".

@@ -5,7 +5,12 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 int cprocess_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 
@@ -16,5 +21,7 @@ int cprocess_is_child_subreaper(void) {
 }
 
 int cprocess_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int cprocess_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 
 int cprocess_enter_netns(int fd) { return setns(fd, CLONE_NEWNET); }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import NetlinkMonitor
 import ResilienceCore
+import ResilienceDaemon
 
 extension ResilienceCommand {
     /// Blocks until the path is satisfied; exit 0 then, 1 with the reason on timeout.
@@ -18,7 +19,9 @@ extension ResilienceCommand {
             let logger = monitor.makeLogger()
             let netlink = try await monitor.startMonitor(logger: logger)
             do {
-                let path = try await netlink.waitUntilSatisfied(timeout: timeout.duration)
+                // An event-loop timer: `Task.sleep` would wake the process once a second.
+                let clock = EventLoopClock.onSingletonGroup()
+                let path = try await netlink.waitUntilSatisfied(timeout: timeout.duration, clock: clock)
                 await netlink.shutdown()
                 print("online via \(path.primaryInterface?.name ?? "?")")
             } catch {

@@ -120,12 +120,15 @@ public struct ControlServer: Service {
 
     /// Writes the refusal, half-closes, and discards what the peer still sends (bounded by
     /// ``refusedDrain``) so that closing does not reset the connection before it reads why.
+    /// The drain's deadline is a timer of the connection's event loop, not `Task.sleep` (which
+    /// would start libdispatch's once-a-second monitor for the rest of the daemon's life).
     func refuse(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, _ why: String) async {
+        let clock = EventLoopClock(eventLoop: connection.channel.eventLoop)
         try? await connection.executeThenClose { inbound, outbound in
             try await outbound.write(ByteBuffer(string: "error: refused: \(why)\n"))
             outbound.finish()
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await Task.sleep(for: Self.refusedDrain.time) }
+                group.addTask { try await clock.sleep(for: Self.refusedDrain.time) }
                 group.addTask {
                     var discarded = 0
                     for try await chunk in inbound {

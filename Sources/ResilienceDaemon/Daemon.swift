@@ -1,5 +1,4 @@
 public import Logging
-import NIOPosix
 import NetlinkMonitor
 public import ResilienceCore
 import ResilienceHooks
@@ -120,7 +119,7 @@ public final class Daemon: Sendable {
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
-            clock: clock ?? EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next()),
+            clock: clock ?? EventLoopClock.onSingletonGroup(),
             configuration: .init(
                 shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
                 pluginShutdownTimeout: Self.pluginStopTimeout),

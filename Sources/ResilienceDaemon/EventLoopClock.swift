@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 public import NIOCore
+import NIOPosix
 public import ResilienceCore
 
 /// A ``RuntimeClock`` whose sleeps are timers of a SwiftNIO event loop, so a cancelled sleep
@@ -32,6 +33,12 @@ public struct EventLoopClock: RuntimeClock {
     public init(eventLoop: any EventLoop, maximumSlice: Duration = .seconds(600)) {
         self.eventLoop = eventLoop
         self.maximumSlice = max(maximumSlice, .seconds(1))
+    }
+
+    /// A clock on one loop of NIO's singleton group (the one ``QuietConcurrencyRuntime`` makes
+    /// the global executor), for code that has no loop of its own at hand.
+    public static func onSingletonGroup() -> EventLoopClock {
+        EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next())
     }
 
     public var now: Instant { .now }

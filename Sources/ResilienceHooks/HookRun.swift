@@ -81,33 +81,32 @@ struct HookRun: Sendable {
     }
 
     /// The child's raw wait status, or nil when it ran past `deadline` and was killed (reaped).
+    /// Waits on events (``ChildExitWait``), never on a timer.
     private func wait(
         for child: ChildProcess, until deadline: ContinuousClock.Instant, draining output: Int32,
         into tail: inout OutputTail
     ) async -> Int32? {
-        if let status = await poll(child, until: deadline, output, &tail) { return status }
+        var waited = await ChildExitWait.exited(child, until: deadline, draining: output, into: tail)
+        tail = waited.tail
+        if waited.exited { return Self.reap(child) }
         kill(-child.pid, SIGTERM)
-        if await poll(child, until: .now + HookRunner.killGrace, output, &tail) != nil { return nil }
+        waited = await ChildExitWait.exited(
+            child, until: .now + HookRunner.killGrace, draining: output, into: tail)
+        tail = waited.tail
+        if waited.exited {
+            _ = Self.reap(child)
+            return nil
+        }
         kill(-child.pid, SIGKILL)
         _ = child.waitForExit()
         return nil
     }
 
-    /// Polls every 20 ms, draining the output pipe, until the child exits (its status) or
-    /// `deadline` passes (nil). Before the child is reaped, whatever it left in its process group
-    /// is killed (the group id cannot have been reused yet).
-    private func poll(
-        _ child: ChildProcess, until deadline: ContinuousClock.Instant, _ output: Int32, _ tail: inout OutputTail
-    ) async -> Int32? {
-        while true {
-            Self.drain(output, into: &tail)
-            if child.hasExitedUnreaped() {
-                kill(-child.pid, SIGKILL)
-                return child.waitForExit()
-            }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+    /// Reaps a child that has exited. Before that, whatever it left in its process group is
+    /// killed (the group id cannot have been reused yet).
+    private static func reap(_ child: ChildProcess) -> Int32 {
+        kill(-child.pid, SIGKILL)
+        return child.waitForExit()
     }
 
     /// Most reads of one drain: bounds the work per poll whatever the hook prints.

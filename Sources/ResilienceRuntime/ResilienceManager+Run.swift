@@ -116,6 +116,7 @@ extension ResilienceManager {
     func apply(_ report: PluginReport) async {
         switch report {
         case .flowLost(let lost): flowLost(lost)
+        case .flowActive(let active): for service in active { await scheduler.flowActive(service) }
         case .serviceChanged(let service), .serviceAdded(let service):
             if services[service.id] == nil { await register(service) } else { await update(service) }
         case .serviceRemoved(let id): await remove(id)

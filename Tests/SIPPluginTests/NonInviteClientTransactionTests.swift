@@ -83,10 +83,7 @@ struct NonInviteClientTransactionTests {
     @Test func aManualClockDrivesRetransmissionsAndTimeoutOverARealSocket() async throws {
         let peer = try UDPTestPeer()
         let clock = ManualClock()
-        let log = ThrottledLog(logger: testLogger("transaction"), clock: clock)
-        let transport = try await SIPTransport.open(
-            kind: .udp, localHost: "127.0.0.1", remote: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
-            log: log, onLost: { _ in }, onPong: {}, inbound: { _, _ in })
+        let transport = try await Self.udpTransport(to: peer, clock: clock)
         var request = SIPMessage.request("OPTIONS", uri: "sip:127.0.0.1:\(peer.port)")
         request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKmanual")
         request.headers.add("CSeq", "1 OPTIONS")
@@ -102,6 +99,40 @@ struct NonInviteClientTransactionTests {
         // The first send and ten retransmissions, as the value test above derives.
         #expect(await Self.datagrams(at: peer) == 11)
         #expect(fired == 10)
+        await transport.close()
+    }
+
+    /// The pacer's measure: copies sent before the answer, not the time it took. A peer that
+    /// answers the first copy however late counts 1; one that answers only the second, 2.
+    @Test(arguments: [1, 2])
+    func theCountedTransactionSaysHowManyCopiesWentOutBeforeTheAnswer(answeredCopy: Int) async throws {
+        let peer = try UDPTestPeer()
+        let clock = ManualClock()
+        let table = TransactionTable()
+        let transport = try await Self.udpTransport(to: peer, clock: clock, table: table)
+        var request = SIPMessage.request("REGISTER", uri: "sip:127.0.0.1:\(peer.port)")
+        request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKcounted\(answeredCopy)")
+        request.headers.add("CSeq", "1 REGISTER")
+        let transaction = Task {
+            try await runCountedNonInviteTransaction(
+                request, over: transport, table: table, timers: Self.timers, clock: clock)
+        }
+        if answeredCopy == 2 {
+            // Timer E (T1) resends once; nothing answered the first copy.
+            await clock.waitForSleepers(count: 2)
+            clock.advance(by: Self.timers.t1)
+        }
+        let answered = await peer.run { peer -> Bool in
+            var last: (bytes: [UInt8], from: sockaddr_in)?
+            for _ in 0..<answeredCopy { last = peer.receive(within: 5) }
+            guard let (bytes, from) = last, let copy = try? SIPParser.parse(datagram: bytes) else { return false }
+            peer.send(copy.makeResponse(status: 200, reason: "OK", toTag: "c").serialized(), to: from)
+            return true
+        }
+        #expect(answered)
+        let (response, copies) = try await transaction.value
+        #expect(response.status == 200)
+        #expect(copies == answeredCopy)
         await transport.close()
     }
 
@@ -129,6 +160,18 @@ struct NonInviteClientTransactionTests {
         #expect(await Self.datagrams(at: peer) == 11)
         #expect(fired == 10)
         await plugin.agent(for: "silent")?.close()
+    }
+
+    /// A UDP flow from loopback to `peer`, logging on `clock`; inbound responses go to `table`'s
+    /// transactions (none without one), requests nowhere.
+    static func udpTransport(
+        to peer: UDPTestPeer, clock: ManualClock, table: TransactionTable? = nil
+    ) async throws -> SIPTransport {
+        let log = ThrottledLog(logger: testLogger("transaction"), clock: clock)
+        return try await SIPTransport.open(
+            kind: .udp, localHost: "127.0.0.1", remote: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
+            log: log, onLost: { _ in }, onPong: {},
+            inbound: { message, _ in _ = table?.deliver(message, at: clock.now) })
     }
 
     /// With timers E and F armed, fires the earliest while it is before `limit`, waiting each

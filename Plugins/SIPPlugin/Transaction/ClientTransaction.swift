@@ -119,6 +119,17 @@ func runNonInviteTransaction(
     _ request: SIPMessage, over transport: SIPTransport, table: TransactionTable, timers: SIPTimers,
     clock: any RuntimeClock
 ) async throws -> SIPMessage {
+    try await runCountedNonInviteTransaction(request, over: transport, table: table, timers: timers, clock: clock)
+        .response
+}
+
+/// ``runNonInviteTransaction(_:over:table:timers:clock:)``, also returning how many copies of the
+/// request went out before the final response came: 1 when no retransmission was needed (the
+/// pacer's measure of a registrar that keeps up, however slow its answer).
+func runCountedNonInviteTransaction(
+    _ request: SIPMessage, over transport: SIPTransport, table: TransactionTable, timers: SIPTimers,
+    clock: any RuntimeClock
+) async throws -> (response: SIPMessage, copies: Int) {
     guard let branch = request.topViaBranch, let method = request.cseq?.method else {
         preconditionFailure("request without Via branch or CSeq")
     }
@@ -129,10 +140,10 @@ func runNonInviteTransaction(
     defer { table.close(key, absorbUntil: clock.now + (reliable ? .zero : timers.t4)) }
     var machine = NonInviteClientTransaction(reliable: reliable, timers: timers)
     let bytes = request.serialized()
+    var sent = 0
     let outcome: Result<SIPMessage, TransactionFailure>? = await withTaskGroup(of: Void.self) { group in
         defer { group.cancelAll() }
         var actions = machine.start(at: clock.now)
-        var sent = 0
         var iterator = events.makeAsyncIterator()
         while true {
             for action in actions {
@@ -156,7 +167,7 @@ func runNonInviteTransaction(
         }
     }
     guard let outcome else { throw CancellationError() }
-    return try outcome.get()
+    return (try outcome.get(), sent)
 }
 
 extension SIPTransport {

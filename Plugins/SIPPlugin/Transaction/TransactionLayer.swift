@@ -22,12 +22,16 @@ struct TransactionLayer: Sendable {
     let inbound: AsyncStream<InboundRequest>.Continuation
     /// Whether the flow is a stream (timer J and K are zero there).
     let reliable: Bool
+    /// Hears every response that matched a client transaction: the flow is proven alive.
+    let onResponse: @Sendable (ContinuousClock.Instant) -> Void
 
     func receive(_ message: SIPMessage, reply: @escaping @Sendable (SIPMessage) -> Void) {
         let now = clock.now
         guard message.isRequest else {
             if clients.deliver(message, at: now) == .unknown {
                 log.log(.notice, "sip.stray-response", metadata: Self.describe(message))
+            } else {
+                onResponse(now)
             }
             return
         }

@@ -54,13 +54,13 @@ extension SIPUserAgent {
         }
         if pongCount > pongsBefore { return true }
         let answered = await withCheckedContinuation { continuation in
-            pongWaiter?.continuation.resume(returning: false)
-            pongWaiter = (id, continuation)
+            if let earlier = pongWaiter { endPongWait(id: earlier.id, answered: false) }
             let clock = self.clock
-            Task { [weak self] in
-                try? await clock.sleep(for: timeout)
+            let timer = Task { [weak self] in
+                guard (try? await clock.sleep(for: timeout)) != nil else { return }
                 await self?.endPongWait(id: id, answered: false)
             }
+            pongWaiter = (id, continuation, timer)
         }
         // A flow that closed while waiting was reported by its close callback already.
         if !answered, !flow.isActive { throw Self.flowGone(during: "CRLF flow ping") }
@@ -119,6 +119,7 @@ extension SIPUserAgent {
     func endPongWait(id: UInt64, answered: Bool) {
         guard let waiter = pongWaiter, waiter.id == id else { return }
         pongWaiter = nil
+        waiter.timeout.cancel()
         waiter.continuation.resume(returning: answered)
     }
 }
