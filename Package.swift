@@ -136,7 +136,7 @@ let package = Package(
             name: "NetresBench",
             dependencies: [
                 "ChildProcesses", "ResilienceCore", "ResilienceRuntime", "ResilienceRules", "ResilienceTesting",
-                "NetlinkMonitor", "ResilienceDaemon", log,
+                "NetlinkMonitor", "ResilienceDaemon", "NetworkLab", log,
             ],
             path: "Benchmarks/NetresBench",
             swiftSettings: strictSettings
@@ -173,6 +173,8 @@ let package = Package(
                 "ChildProcesses", "NetlinkMonitor", "NetworkLab", "ResilienceCore", "ResilienceDaemon",
                 "ResilienceTesting", log,
             ],
+            // The sipp scenarios of the call faults are read through #filePath, not bundled.
+            exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),

@@ -1,6 +1,9 @@
 /// The Kamailio configuration of ``LabRegistrar``: registrar with digest auth (user U's password is
 /// `secret-U`), presence (presence, reg, message-summary, dialog), a request log, and fault routes
-/// switched at run time through the `faults` htable (``RegistrarFault``).
+/// switched at run time through the `faults` htable (``RegistrarFault``), and a proxy for calls:
+/// a new INVITE is challenged (407), record-routed and relayed to the registered contact of its
+/// Request-URI's user, or to the URI itself when it names another host:port (a far end such as
+/// sipp); in-dialog requests follow their Route.
 ///
 /// Placeholders: `@ADDR4@`, `@ADDR6@`, `@PORT@`, `@DIR@`, `@MODULES@`.
 enum RegistrarConfig {
@@ -42,6 +45,7 @@ enum RegistrarConfig {
         loadmodule "presence_dialoginfo.so"
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
+        loadmodule "rr.so"
 
         modparam("ctl", "binrpc", "unix:@DIR@/ctl.sock")
         modparam("htable", "htable", "faults=>size=4;initval=0")
@@ -59,7 +63,7 @@ enum RegistrarConfig {
 
         request_route {
             # One log line per request; at= (CLOCK_REALTIME) stays the last word.
-            xlog("L_NOTICE", "NRTEST $rm user=$fU src=$si:$sp proto=$pr cseq=$cs event=$hdr(Event) to=$tU expires=$hdr(Expires) at=$TV(Sn)\n");
+            xlog("L_NOTICE", "NRTEST $rm user=$fU src=$si:$sp proto=$pr cseq=$cs callid=$ci event=$hdr(Event) to=$tU expires=$hdr(Expires) at=$TV(Sn)\n");
             if (!mf_process_maxfwd_header("10")) {
                 sl_send_reply("483", "Too Many Hops");
                 exit;
@@ -82,7 +86,58 @@ enum RegistrarConfig {
                 sl_send_reply("200", "OK");
                 exit;
             }
+            if (is_method("INVITE|ACK|BYE|CANCEL|UPDATE")) {
+                route(CALLS);
+                exit;
+            }
             sl_send_reply("404", "Not Here");
+        }
+
+        # Replies the proxy relays are logged too (the witness of a 200 OK to a re-INVITE).
+        onreply_route {
+            xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
+        }
+
+        route[CALLS] {
+            if (is_method("CANCEL|ACK") && t_check_trans()) {
+                t_relay();
+                exit;
+            }
+            if (has_totag()) {
+                if (loose_route()) {
+                    t_relay();
+                    exit;
+                }
+                # An ACK to a reply of this proxy's own (the 407 below) ends here.
+                if (is_method("ACK")) {
+                    exit;
+                }
+                if (uri != myself) {
+                    t_relay();
+                    exit;
+                }
+                sl_send_reply("404", "Not Here");
+                exit;
+            }
+            if (!is_method("INVITE")) {
+                sl_send_reply("404", "Not Here");
+                exit;
+            }
+            # Requests from a far end on this host (sipp beside the registrar) are not challenged.
+            if (src_ip != myself) {
+                $var(password) = "secret-" + $fU;
+                if (!pv_auth_check("$fd", "$var(password)", "0", "1")) {
+                    auth_challenge("$fd", "1");
+                    exit;
+                }
+                consume_credentials();
+            }
+            record_route();
+            if (uri == myself && !lookup("location")) {
+                sl_send_reply("404", "Not Found");
+                exit;
+            }
+            t_relay();
         }
 
         route[REGISTRAR] {
