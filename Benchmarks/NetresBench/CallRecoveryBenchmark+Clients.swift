@@ -18,7 +18,7 @@ extension CallRecoveryBenchmark {
 
         """.write(toFile: dir + "/netres.yaml", atomically: true, encoding: .utf8)
         try await lab.spawn(in: phone, [netres, "run", "--config", dir + "/netres.yaml"], output: dir + "/netres.log")
-        try await bound("alice", registrar)
+        try await bound("alice", registrar, log: dir + "/netres.log")
         try await lab.run(in: phone, [netres, "ctl", "--socket", dir + "/netres.sock", "call", "alice", far.uri()])
         try await answered(far, "netres")
     }
@@ -49,18 +49,23 @@ extension CallRecoveryBenchmark {
         try "<sip:peer@\(registrar.address):\(registrar.port);transport=udp>;auth_pass=secret-peer;regint=600\n"
             .write(toFile: config + "/accounts", atomically: true, encoding: .utf8)
         try await lab.spawn(in: phone, ["baresip", "-f", config], output: lab.directory + "/baresip.log")
-        try await bound("peer", registrar)
+        try await bound("peer", registrar, log: lab.directory + "/baresip.log")
         let command = #"{"command":"dial","params":"\#(far.uri())"}"#
         try await lab.run(
             in: phone, ["bash", "-c", "printf '%d:%s,' \(command.utf8.count) '\(command)' > /dev/tcp/127.0.0.1/4444"])
         try await answered(far, "baresip")
     }
 
-    private func bound(_ user: String, _ registrar: LabRegistrar) async throws {
+    private func bound(_ user: String, _ registrar: LabRegistrar, log: String) async throws {
         let ok = try await eventually(within: .seconds(15)) {
-            try await registrar.bindings().contains { $0.contact.contains("\(user)@") }
+            try await registrar.bindings().contains {
+                $0.addressOfRecord.split(separator: "@").first.map(String.init) == user
+            }
         }
-        guard ok else { throw BenchError("\(user) did not register within 15 s") }
+        guard ok else {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            throw BenchError("\(user) did not register within 15 s: \(text.suffix(1500))")
+        }
     }
 
     private func answered(_ far: LabSIPp, _ who: String) async throws {
@@ -92,6 +97,9 @@ extension CallRecoveryBenchmark {
                 samples.append(.microseconds(Int64(((message.at - start) * 1e6).rounded())))
                 sentAt = nil
             }
+        }
+        guard !samples.isEmpty else {
+            throw BenchError("no floor sample: \(sipp.messages().count) messages; \(sipp.diagnostics())")
         }
         return samples
     }

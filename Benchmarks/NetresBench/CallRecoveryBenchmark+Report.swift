@@ -42,8 +42,7 @@ extension CallRecoveryBenchmark.Series {
             return
         }
         changeToOK.append(ok.at - at)
-        let port = reinvite.text.split(separator: "\n").first { $0.hasPrefix("m=audio ") }?.split(separator: " ")
-            .dropFirst().first.flatMap { Int($0) }
+        let port = reinvite.bodyLine("m=audio ")?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
         if let port, let first = packets.first(where: { $0.at > at && $0.destination == "\(address).\(port)" }) {
             changeToRTP.append(first.at - at)
         }

@@ -125,7 +125,7 @@ public struct SIPpMessage: Hashable, Sendable {
 
     /// The first header named `name` (case-insensitive, no compact forms), trimmed.
     public func header(_ name: String) -> String? {
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().prefix(200) {
+        for line in lines.dropFirst().prefix(200) {
             let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { return nil }
             guard let colon = trimmed.firstIndex(of: ":") else { continue }
@@ -134,6 +134,17 @@ public struct SIPpMessage: Hashable, Sendable {
             }
         }
         return nil
+    }
+
+    /// The message's lines without their line ends (sipp logs CRLF; Swift keeps `\r\n` as one
+    /// character, so lines are split on any newline).
+    public var lines: [Substring] { text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) }
+
+    /// The first line of the body (an SDP line) that starts with `prefix`, e.g. `c=`, trimmed.
+    public func bodyLine(_ prefix: String) -> String? {
+        let all = lines
+        guard let blank = all.firstIndex(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) else { return nil }
+        return all[blank...].lazy.map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix(prefix) }
     }
 
     /// The CSeq number.
@@ -156,7 +167,8 @@ public struct SIPpMessage: Hashable, Sendable {
             let fraction = stamp.split(separator: ".").dropFirst().first.flatMap { Double("0." + $0) } ?? 0
             guard let date = formatter.date(from: whole) else { continue }
             let body = String(lines[3])
-            let start = body.split(separator: "\n").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            let start =
+                body.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             messages.append(
                 SIPpMessage(
                     sent: lines[1].contains("message sent"), at: date.timeIntervalSince1970 + fraction,

@@ -135,7 +135,6 @@ struct CallFaultLab {
 extension SIPpMessage {
     /// The SDP `c=` address of the message's body, if any.
     var connectionAddress: String? {
-        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("c=IN IP") }) else { return nil }
-        return line.split(separator: " ").last.map { String($0).trimmingCharacters(in: .whitespacesAndNewlines) }
+        bodyLine("c=IN IP")?.split(separator: " ").last.map(String.init)
     }
 }
