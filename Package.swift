@@ -183,7 +183,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceCLITests",
-            dependencies: ["ResilienceCore"],
+            dependencies: ["ChildProcesses", "ResilienceCore"],
             swiftSettings: strictSettings
         ),
         .testTarget(

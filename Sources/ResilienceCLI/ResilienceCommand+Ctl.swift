@@ -5,9 +5,12 @@ extension ResilienceCommand {
     /// Talks to a running `netres run` over its control socket.
     struct Ctl: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Control a running `netres run`: app state, status, push token.",
+            abstract: "Control a running `netres run`: app state, status, push token, calls.",
             discussion: "Exit status 1 when the daemon answers with an error, 2 when it cannot be reached.",
-            subcommands: [State.self, Status.self, PushToken.self]
+            subcommands: [
+                State.self, Status.self, PushToken.self, Call.self, Answer.self, Hangup.self, Hold.self, Resume.self,
+                Interruption.self, Calls.self,
+            ]
         )
 
         /// Lets `--socket` stand before the subcommand too (`netres ctl --socket PATH status`).

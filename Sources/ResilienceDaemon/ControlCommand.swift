@@ -2,14 +2,27 @@ internal import Foundation
 public import ResilienceCore
 
 /// One request on the control socket: a text line (`state background`, `status --json`,
-/// `push-token alice TOKEN`) or a JSON object on one line (`{"command":"state","state":"background"}`,
-/// `{"command":"status","json":true}`, `{"command":"push-token","account":"alice","token":"..."}`).
+/// `push-token alice TOKEN`, `call alice sip:bob@example.com`, `hold ID`, `calls --json`) or a JSON
+/// object on one line (`{"command":"state","state":"background"}`, `{"command":"status","json":true}`,
+/// `{"command":"push-token","account":"alice","token":"..."}`, `{"command":"call","account":"alice",
+/// "uri":"sip:bob@example.com"}`, `{"command":"hold","id":"ID"}`, `{"command":"interruption","phase":"begin"}`).
+///
+/// Invariant: a parsed call URI passed ``CallURI/problem(_:)`` and a parsed call id ``CallURI/idProblem(_:)``,
+/// so neither can carry a header break or a space into a request or a log line.
 ///
 /// Replies are text ending in a newline; a failed command's reply starts with `error: `.
 public enum ControlCommand: Hashable, Sendable {
     case state(AppState)
     case status(json: Bool)
     case pushToken(account: String, token: String)
+    /// Place a call from `account` to `uri`.
+    case call(account: String, uri: String)
+    /// Answer, hang up, hold or resume the call `id`.
+    case callControl(CallControl, id: String)
+    /// The app's interruption begins (`true`) or ends.
+    case interruption(begins: Bool)
+    /// The calls that are not over.
+    case calls(json: Bool)
 
     /// Parses one line.
     /// - Throws: ``DaemonError`` with a message fit to send back as `error: ...`.
@@ -22,12 +35,19 @@ public enum ControlCommand: Hashable, Sendable {
         case ("status", 1): return .status(json: false)
         case ("status", 2) where words[1] == "--json": return .status(json: true)
         case ("push-token", 3): return try pushToken(words[1], words[2])
+        case ("call", 3): return try call(words[1], words[2])
+        case ("interruption", 2): return try interruption(words[1])
+        case ("calls", 1): return .calls(json: false)
+        case ("calls", 2) where words[1] == "--json": return .calls(json: true)
+        case (let word?, 2) where CallControl(rawValue: word) != nil:
+            return try callControl(CallControl(rawValue: word)!, words[1])
         default: throw DaemonError(usage)
         }
     }
 
     public static let usage =
-        "expected one of: state foreground|background|suspended; status [--json]; push-token ACCOUNT TOKEN"
+        "expected one of: state foreground|background|suspended; status [--json]; push-token ACCOUNT TOKEN; "
+        + "call ACCOUNT URI; answer|hangup|hold|resume ID; interruption begin|end; calls [--json]"
 
     private static func parseJSON(_ text: String) throws(DaemonError) -> ControlCommand {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any],
@@ -38,6 +58,11 @@ public enum ControlCommand: Hashable, Sendable {
         case "status": return .status(json: object["json"] as? Bool ?? false)
         case "push-token":
             return try pushToken(object["account"] as? String ?? "", object["token"] as? String ?? "")
+        case "call": return try call(object["account"] as? String ?? "", object["uri"] as? String ?? "")
+        case "interruption": return try interruption(object["phase"] as? String ?? "")
+        case "calls": return .calls(json: object["json"] as? Bool ?? false)
+        case let word where CallControl(rawValue: word) != nil:
+            return try callControl(CallControl(rawValue: word)!, object["id"] as? String ?? "")
         default: throw DaemonError("unknown command \"\(command)\"; " + usage)
         }
     }
@@ -55,4 +80,35 @@ public enum ControlCommand: Hashable, Sendable {
         }
         return .pushToken(account: account, token: token)
     }
+
+    private static func call(_ account: String, _ uri: String) throws(DaemonError) -> ControlCommand {
+        guard !account.isEmpty, account.utf8.count <= 64, !account.contains(where: \.isWhitespace) else {
+            throw DaemonError("call needs an account name (at most 64 characters) and a SIP URI")
+        }
+        if let problem = CallURI.problem(uri) { throw DaemonError("call URI \(problem)") }
+        return .call(account: account, uri: uri)
+    }
+
+    private static func callControl(_ control: CallControl, _ id: String) throws(DaemonError) -> ControlCommand {
+        if let problem = CallURI.idProblem(id) { throw DaemonError("\(control.rawValue): call id \(problem)") }
+        return .callControl(control, id: id)
+    }
+
+    private static func interruption(_ word: String) throws(DaemonError) -> ControlCommand {
+        switch word {
+        case "begin": return .interruption(begins: true)
+        case "end": return .interruption(begins: false)
+        default:
+            throw DaemonError(
+                "unknown interruption phase \"\(LogText.escaped(word, limit: 32))\"; expected begin or end")
+        }
+    }
+}
+
+/// What `netres ctl` can do to one call.
+public enum CallControl: String, Hashable, Sendable, CaseIterable {
+    case answer
+    case hangup
+    case hold
+    case resume
 }

@@ -35,8 +35,11 @@ public import UnixSignals
 ///   never pings at the foreground interval.
 /// - Every runtime timer is an ``EventLoopClock`` sleep unless a test passes its own clock: a
 ///   cancelled timer (an action's timeout, a re-armed wake-up) never wakes the process.
-/// - With `hooks` configured, every transition the manager reports is handed to a ``HookRunner``
-///   (which never blocks the event log); ``stop()`` ends its hooks.
+/// - With `hooks` configured, every transition the manager reports and every call event is
+///   handed to a ``HookRunner`` (which never blocks the event log); ``stop()`` ends its hooks.
+/// - Calls (`netres ctl call`, `answer`, `hangup`, `hold`, `resume`, `calls`) go through each
+///   account's agent's public call API (the plugin has no call commands of its own) in the
+///   ``CallDesk``; every call event is logged (``CallEventLine``), counted and handed to the hooks.
 public final class Daemon: Sendable {
     public typealias Output = @Sendable (String) async -> Void
 
@@ -58,6 +61,8 @@ public final class Daemon: Sendable {
     let logger: Logger
     let hooks: HookRunner?
     let lock = Mutex<InstanceLock?>(nil)
+    /// The calls placed and received, for `netres ctl`.
+    let calls: CallDesk
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
     public let metrics: DaemonMetrics?
     /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
@@ -112,15 +117,18 @@ public final class Daemon: Sendable {
         let metrics = config.metrics.map { _ in DaemonMetrics() }
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
-        self.manager = ResilienceManager(
+        let manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
             clock: clock ?? EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next()),
             configuration: .init(
                 shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
                 pluginShutdownTimeout: Self.pluginStopTimeout),
             logger: logger)
+        self.manager = manager
         self.systemd = SystemdNotifier(environment: environment)
         self.events = manager.events()
+        self.calls = CallDesk(
+            plugin: plugin, accounts: config.accounts, path: { await manager.status().path }, logger: logger)
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
 
@@ -147,7 +155,7 @@ public final class Daemon: Sendable {
 
     /// The services to run, in start order (shut down in reverse).
     public var services: [any Service] {
-        var services: [any Service] = [EventFollower(daemon: self)]
+        var services: [any Service] = [EventFollower(daemon: self), CallFollower(daemon: self)]
         if let metricsEndpoint { services.append(metricsEndpoint) }
         if let systemd, systemd.watchdogInterval != nil {
             services.append(WatchdogPinger(notifier: systemd, manager: manager))
@@ -197,6 +205,8 @@ public final class Daemon: Sendable {
                 PushParameters(provider: push.provider, prid: token, param: push.param), for: name)
             await manager.pushTokenChanged()
             return "ok push-token \(name)\n"
+        case .call, .callControl, .interruption, .calls:
+            return await handleCall(command)
         }
     }
 }
@@ -217,7 +227,9 @@ struct EventFollower: Service {
                 daemon.systemd?.notify("READY=1")
             }
             switch event {
-            case .action(let action): await daemon.book.record(action)
+            case .action(let action):
+                await daemon.book.record(action)
+                await daemon.recordRecovery(action)
             case .transition(let transition): daemon.hooks?.submit(transition)
             default: break
             }

@@ -62,19 +62,34 @@ public struct DaemonConfig: Hashable, Sendable {
     public static let defaultStateDirectory = "/var/lib/netres"
 }
 
-/// One account of the config: the SIP account plus where its push token lives.
+/// One account of the config: the SIP account plus where its push token lives and what
+/// happens to its incoming calls.
 ///
 /// Invariant: `account.push` is nil here; the token is read from `push.tokenFile` at start-up.
 public struct DaemonAccount: Hashable, Sendable, CustomStringConvertible {
     public var account: SIPAccount
     public var push: PushConfig?
+    public var incomingCalls: IncomingCalls
 
-    public init(account: SIPAccount, push: PushConfig? = nil) {
+    public init(account: SIPAccount, push: PushConfig? = nil, incomingCalls: IncomingCalls = .ring) {
         self.account = account
         self.push = push
+        self.incomingCalls = incomingCalls
     }
 
     public var description: String { account.description }
+}
+
+/// What `netres run` does with an incoming call of an account (`incoming-calls:`). In every
+/// case the agent has already sent 180 Ringing, and the call is logged, handed to the hooks
+/// and listed by `netres ctl calls`, whatever the app state.
+public enum IncomingCalls: String, Hashable, Sendable, CaseIterable {
+    /// Keep it ringing until `netres ctl answer ID` or `netres ctl hangup ID` (the default).
+    case ring
+    /// Answer it at once with the built-in echo media.
+    case answer
+    /// Decline it at once (603 Decline).
+    case reject
 }
 
 /// RFC 8599 push settings of an account; the token (`pn-prid`) is persisted in `tokenFile`.

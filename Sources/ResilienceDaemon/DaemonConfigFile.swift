@@ -162,7 +162,7 @@ struct AccountReader {
 
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
-        "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping", "tls",
+        "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping", "tls", "incoming-calls",
     ]
 
     /// Requested lifetimes: at least a minute (a shorter one is at or near the refresh margin and
@@ -192,6 +192,7 @@ struct AccountReader {
             user: try text("user", SIPGrammar.userProblem), domain: try text("domain", SIPGrammar.hostProblem),
             password: "")
         var push: PushConfig?
+        var incomingCalls = IncomingCalls.ring
         let passwords = entries.filter { $0.key == "password" || $0.key == "password-file" }
         guard passwords.count == 1 else {
             throw reader.fail(
@@ -231,11 +232,16 @@ struct AccountReader {
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
             case "flow-ping": account.flowPing = try flowPing(value)
             case "tls": account.tls = try tlsSettings(value)
+            case "incoming-calls":
+                incomingCalls = try reader.name(
+                    value, kind: "incoming-calls mode", among: IncomingCalls.allCases.map(\.rawValue),
+                    expected: "ring, answer or reject"
+                ) { IncomingCalls(rawValue: $0) }
             default: break  // name, registrar, user, domain: read above
             }
         }
         try applySIPS(to: &account, entries: entries)
-        return DaemonAccount(account: account, push: push)
+        return DaemonAccount(account: account, push: push, incomingCalls: incomingCalls)
     }
 
     /// `off`, or an interval of 1 s to 1 h (a registrar's Flow-Timer still overrides it).

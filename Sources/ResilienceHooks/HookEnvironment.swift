@@ -1,10 +1,63 @@
 public import ResilienceCore
 
-/// The environment a hook script runs with: `NETRES_*` variables describing one transition.
+/// The environment a hook script runs with: `NETRES_*` variables describing one transition or
+/// one call event (`NETRES_EVENT=call`).
 ///
-/// Invariant: every variable is always present (empty when it does not apply), so scripts can
-/// use them without testing for unset; words match `netres watch` (event, reason, status).
+/// Invariant: every variable of both kinds is always present (empty when it does not apply), so
+/// scripts can use them without testing for unset; words match `netres watch` (event, reason,
+/// status). Call values from the wire (peer, reason) are escaped and cut (`LogText`); no
+/// variable ever holds a credential.
 public enum HookEnvironment {
+    /// One call event as hooks see it: plain words, so this module needs no SIP types.
+    public struct Call: Hashable, Sendable {
+        public var id: String
+        public var account: String
+        public var peer: String
+        public var state: String
+        public var direction: String
+        public var trigger: String
+        public var reason: String
+
+        public init(
+            id: String, account: String, peer: String, state: String, direction: String, trigger: String,
+            reason: String
+        ) {
+            self.id = id
+            self.account = account
+            self.peer = peer
+            self.state = state
+            self.direction = direction
+            self.trigger = trigger
+            self.reason = reason
+        }
+    }
+
+    static let transitionNames = [
+        "NETRES_REASON", "NETRES_CHANGE", "NETRES_STATUS", "NETRES_INTERFACE", "NETRES_IFINDEX", "NETRES_ADDRESSES",
+        "NETRES_DOWNTIME_MS",
+    ]
+    static let callNames = [
+        "NETRES_CALL_ID", "NETRES_ACCOUNT", "NETRES_PEER", "NETRES_CALL_STATE", "NETRES_CALL_DIRECTION",
+        "NETRES_CALL_TRIGGER", "NETRES_CALL_REASON",
+    ]
+
+    /// NETRES_EVENT (`call`), NETRES_CALL_ID, NETRES_ACCOUNT, NETRES_PEER, NETRES_CALL_STATE,
+    /// NETRES_CALL_DIRECTION, NETRES_CALL_TRIGGER, NETRES_CALL_REASON and NETRES_TIME; the
+    /// transition variables empty.
+    public static func variables(
+        ofCall call: Call, at instant: ContinuousClock.Instant = .now, clock: WallClock
+    ) -> [String: String] {
+        var variables = Dictionary(uniqueKeysWithValues: transitionNames.map { ($0, "") })
+        let values = [
+            call.id, call.account, LogText.escaped(call.peer, limit: 200), call.state, call.direction,
+            call.trigger, LogText.escaped(call.reason, limit: 64),
+        ]
+        for (name, value) in zip(callNames, values) { variables[name] = LogText.escaped(value, limit: 200) }
+        variables["NETRES_EVENT"] = "call"
+        variables["NETRES_TIME"] = clock.rfc3339(instant)
+        return variables
+    }
+
     /// NETRES_EVENT, NETRES_REASON, NETRES_CHANGE, NETRES_STATUS, NETRES_INTERFACE,
     /// NETRES_IFINDEX, NETRES_ADDRESSES, NETRES_DOWNTIME_MS and NETRES_TIME of `transition`.
     public static func variables(of transition: PathTransition, clock: WallClock) -> [String: String] {
@@ -25,7 +78,7 @@ public enum HookEnvironment {
         case .changed(let what):
             (event, change) = ("changed", what.rawValue)
         }
-        return [
+        var variables = [
             "NETRES_EVENT": event,
             "NETRES_REASON": reason,
             "NETRES_CHANGE": change,
@@ -36,5 +89,7 @@ public enum HookEnvironment {
             "NETRES_DOWNTIME_MS": downtime,
             "NETRES_TIME": clock.rfc3339(transition.at),
         ]
+        for name in callNames { variables[name] = "" }
+        return variables
     }
 }

@@ -5,13 +5,14 @@ public import Logging
 public import ResilienceCore
 internal import Synchronization
 
-/// Runs the executables of a directory on each path transition, one after the other, on one
-/// worker of its own.
+/// Runs the executables of a directory on each path transition and each call event, one after
+/// the other, on one worker of its own.
 ///
 /// Invariants:
 /// - ``submit(_:)`` never blocks or waits: a hook that hangs or fails never stops the caller.
 /// - Newest wins: while hooks run for one transition, at most one more waits; a newer one
-///   replaces it, and the number replaced is logged when the waiting one starts.
+///   replaces it, and the number replaced is logged when the waiting one starts. Call events
+///   are not coalesced: up to `HookQueue.callCapacity` (32) wait in order.
 /// - Only hooks ``HookTrust`` accepts run (root's or the daemon user's, writable by no one else,
 ///   in such a directory, symbolic links resolved); others are skipped with a log line saying why.
 /// - Each hook runs without a shell, in a process group of its own, with stdin `/dev/null`, only
@@ -24,7 +25,7 @@ internal import Synchronization
 public final class HookRunner: Sendable {
     public let directory: String
     public let timeout: Duration
-    private let continuation: AsyncStream<PathTransition>.Continuation
+    private let continuation: AsyncStream<Void>.Continuation
     private let flags: Flags
     private let worker: Task<Void, Never>
 
@@ -38,23 +39,30 @@ public final class HookRunner: Sendable {
     public init(directory: String, timeout: Duration = .seconds(10), clock: WallClock = WallClock(), logger: Logger) {
         self.directory = directory
         self.timeout = timeout
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: PathTransition.self, bufferingPolicy: .bufferingNewest(1))
+        let (wakeUps, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.continuation = continuation
         let run = HookRun(directory: directory, timeout: timeout, logger: logger)
         let flags = Flags()
         self.flags = flags
         worker = Task {
-            for await transition in stream {
-                if flags.stopping.load(ordering: .acquiring) { break }
-                let dropped = flags.coalesced.exchange(0, ordering: .acquiringAndReleasing)
-                if dropped > 0 {
-                    logger.info("hooks: coalesced older transitions", metadata: ["coalesced": "\(dropped)"])
-                }
-                let environment = HookEnvironment.variables(of: transition, clock: clock)
-                for hook in run.hooks() {
-                    if flags.stopping.load(ordering: .acquiring) { break }
-                    await run.run(hook, environment: environment)
+            for await _ in wakeUps {
+                while !flags.stopping.load(ordering: .acquiring), let next = flags.queue.withLock({ $0.next() }) {
+                    if next.coalesced > 0 {
+                        logger.info("hooks: coalesced older transitions", metadata: ["coalesced": "\(next.coalesced)"])
+                    }
+                    if next.droppedCalls > 0 {
+                        logger.warning(
+                            "hooks: dropped older call events", metadata: ["dropped": "\(next.droppedCalls)"])
+                    }
+                    let environment =
+                        switch next.job {
+                        case .transition(let transition): HookEnvironment.variables(of: transition, clock: clock)
+                        case .call(let variables): variables
+                        }
+                    for hook in run.hooks() {
+                        if flags.stopping.load(ordering: .acquiring) { break }
+                        await run.run(hook, environment: environment)
+                    }
                 }
             }
         }
@@ -68,9 +76,15 @@ public final class HookRunner: Sendable {
 
     /// Queues hooks for `transition` and returns at once; replaces a transition still waiting.
     public func submit(_ transition: PathTransition) {
-        if case .dropped = continuation.yield(transition) {
-            flags.coalesced.add(1, ordering: .acquiringAndReleasing)
-        }
+        flags.queue.withLock { $0.submit(.transition(transition)) }
+        continuation.yield()
+    }
+
+    /// Queues hooks for one call event (``HookEnvironment/variables(ofCall:at:clock:)``) and
+    /// returns at once.
+    public func submit(environment: [String: String]) {
+        flags.queue.withLock { $0.submit(.call(environment)) }
+        continuation.yield()
     }
 
     /// Drops waiting transitions, lets a running hook finish within its timeout (then kills it)
@@ -83,8 +97,8 @@ public final class HookRunner: Sendable {
 
     /// State shared by ``submit(_:)``, ``stop()`` and the worker.
     private final class Flags: Sendable {
-        /// Transitions replaced by newer ones since the worker last took one.
-        let coalesced = Atomic<Int>(0)
+        /// What waits for the worker.
+        let queue = Mutex(HookQueue())
         let stopping = Atomic<Bool>(false)
     }
 }

@@ -30,8 +30,8 @@ extension BackoffPolicy {
 
     /// The un-jittered delay after `failures` consecutive failures (`failures` ≥ 1).
     public func baseDelay(afterFailures failures: Int) -> Duration {
-        let maximumSeconds = maximum.clamped(to: .zero...TimeBounds.longest).seconds
-        let initialSeconds = min(initial.clamped(to: .zero...TimeBounds.longest).seconds, maximumSeconds)
+        let maximumSeconds = maximum.clamped(to: .zero...TimeBounds.longest).secondsValue
+        let initialSeconds = min(initial.clamped(to: .zero...TimeBounds.longest).secondsValue, maximumSeconds)
         var seconds = initialSeconds
         var n = 1
         while n < failures, seconds < maximumSeconds {
@@ -43,22 +43,14 @@ extension BackoffPolicy {
 
     /// The bounds the jittered delay stays within after `failures` consecutive failures.
     public func delayBounds(afterFailures failures: Int) -> ClosedRange<Duration> {
-        let base = baseDelay(afterFailures: failures).seconds
+        let base = baseDelay(afterFailures: failures).secondsValue
         return .seconds(base * (1 - jitter)) ... .seconds(base * (1 + jitter))
     }
 
     /// A jittered delay after `failures` consecutive failures.
     public func delay(afterFailures failures: Int, using generator: inout some RandomNumberGenerator) -> Duration {
-        let base = baseDelay(afterFailures: failures).seconds
+        let base = baseDelay(afterFailures: failures).secondsValue
         let factor = jitter > 0 ? Double.random(in: (1 - jitter)...(1 + jitter), using: &generator) : 1
         return .seconds(base * factor)
-    }
-}
-
-extension Duration {
-    /// The duration in seconds as a `Double`.
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) * 1e-18
     }
 }

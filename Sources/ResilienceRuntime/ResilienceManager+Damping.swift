@@ -91,6 +91,7 @@ extension ResilienceManager {
     private func requeueFirst(_ items: [QueuedTrigger]) {
         guard !isShuttingDown, !items.isEmpty else { return }
         queue.insert(contentsOf: items, at: 0)
+        queueNeedsCoalescing = true
         wake.continuation.yield()
     }
 

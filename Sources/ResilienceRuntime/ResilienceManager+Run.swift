@@ -151,7 +151,10 @@ extension ResilienceManager {
             // One item leaves the queue at a time and is decided before the next suspension, so
             // the queue and the rules engine together always hold every reported app event.
             while !queue.isEmpty && !isShuttingDown {
-                queue = coalesce(queue)
+                if queueNeedsCoalescing {
+                    queue = coalesce(queue)
+                    queueNeedsCoalescing = false
+                }
                 guard !queue.isEmpty else { break }
                 await process(queue.removeFirst())
             }

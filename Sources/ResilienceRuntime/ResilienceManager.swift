@@ -114,6 +114,9 @@ public actor ResilienceManager: Service {
     var services: [ServiceID: ClientService] = [:]
     var epoch = NetworkEpoch.initial
     var queue: [QueuedTrigger] = []
+    /// Set whenever items join ``queue``: only then can a new lost-restored pair exist, so the
+    /// queue is coalesced once per arrival, not once per item decided.
+    var queueNeedsCoalescing = false
     var isShuttingDown = false
     var sleepDetector: SleepDetector
     var hasStarted = false
@@ -223,15 +226,7 @@ public actor ResilienceManager: Service {
     /// Moves the app to `state`, reporting the events that lead there (`resumed` first when
     /// leaving `suspended`); nothing when it is already there (counting events not yet decided).
     public func setAppState(_ state: AppState) async {
-        let current = reportedAppState
-        guard state != current else { return }
-        if current == .suspended { await handle(.resumed) }
-        switch state {
-        case .foreground where current != .foreground: await handle(.enteredForeground)
-        case .background where current != .background: await handle(.enteredBackground)
-        case .suspended: await handle(.suspending)
-        default: break
-        }
+        for event in Self.events(from: reportedAppState, to: state) { await handle(event) }
     }
 
     /// The system took the media path (e.g. a cellular call): active calls go on hold.
@@ -279,6 +274,7 @@ public actor ResilienceManager: Service {
     func enqueue(_ trigger: Trigger, transition: PathTransition? = nil) {
         guard !isShuttingDown else { return }
         queue.append(QueuedTrigger(trigger: trigger, transition: transition))
+        queueNeedsCoalescing = true
         wake.continuation.yield()
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Synchronization
 import Testing
@@ -78,22 +79,26 @@ final class WatchProcess: Sendable {
         let state = Mutex<[String]>([])
     }
 
-    private let process: Process
+    private let child: ChildProcess
     private let output = Output()
 
     /// - Parameter errorLog: a file that receives standard error; nil keeps the test's own.
     init(namespace: String, arguments: [String], errorLog: String? = nil) throws {
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: NetworkNamespace.ipPath ?? "/usr/sbin/ip")
-        process.arguments = ["netns", "exec", namespace, WatchCommandTests.netres] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        if let errorLog {
-            _ = FileManager.default.createFile(atPath: errorLog, contents: nil)
-            process.standardError = FileHandle(forWritingAtPath: errorLog)
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { throw NetworkNamespace.CommandFailed(description: "pipe failed") }
+        for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+        defer { close(fds[1]) }  // the child holds its own copy; EOF reaches the reader once it exits
+        do {
+            child = try ChildProcess(
+                [NetworkNamespace.ipPath ?? "/usr/sbin/ip", "netns", "exec", namespace, WatchCommandTests.netres]
+                    + arguments,
+                output: nil, errors: errorLog.map { .file($0) } ?? .inherited, truncate: true,
+                outputDescriptor: fds[1])
+        } catch {
+            close(fds[0])
+            throw error
         }
-        try process.run()
-        let handle = pipe.fileHandleForReading
+        let handle = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
         Thread { [output] in
             var pending = Data()
             while case let chunk = handle.availableData, !chunk.isEmpty {
@@ -130,15 +135,22 @@ final class WatchProcess: Sendable {
 
     /// SIGTERM, then the exit status (bounded at 5 s).
     func terminate() async throws -> Int32 {
-        process.terminate()
-        for _ in 0..<500 where process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        return process.isRunning ? -1 : process.terminationStatus
+        Glibc.kill(child.pid, SIGTERM)
+        for _ in 0..<500 {
+            if let status = child.exitStatusIfExited() { return status & 0x7f == 0 ? (status >> 8) & 0xff : -1 }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return -1
     }
 
     /// The pid of `netres` itself (`ip netns exec` execs it in place).
-    var pid: pid_t { process.processIdentifier }
+    var pid: pid_t { child.pid }
 
+    /// SIGKILL (when still running) and reap.
     func kill() {
-        if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+        if !child.hasExited() {
+            Glibc.kill(child.pid, SIGKILL)
+            _ = child.waitForExit()
+        }
     }
 }

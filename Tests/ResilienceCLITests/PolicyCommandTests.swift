@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -14,20 +15,8 @@ struct PolicyCommandTests {
     }
 
     static func run(_ arguments: String...) throws -> Result {
-        let process = Process()
-        process.executableURL = netres
-        process.arguments = arguments
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+        let finished = try ChildProcess.run([netres.path] + arguments)
+        return Result(status: finished.exitCode, stdout: finished.output, stderr: finished.errors)
     }
 
     static func temporaryFile(_ contents: [UInt8]) throws -> String {

@@ -13,6 +13,21 @@ struct ControlCommandTests {
         (#"{"command":"state","state":"suspended"}"#, .state(.suspended)),
         (#"{"command":"status","json":true}"#, .status(json: true)),
         (#"{"command":"push-token","account":"alice","token":"f00d"}"#, .pushToken(account: "alice", token: "f00d")),
+        ("call alice sip:bob@198.18.0.9:5070", .call(account: "alice", uri: "sip:bob@198.18.0.9:5070")),
+        ("call alice sips:[2001:db8::1]", .call(account: "alice", uri: "sips:[2001:db8::1]")),
+        (
+            #"{"command":"call","account":"alice","uri":"sip:bob@example.test"}"#,
+            .call(account: "alice", uri: "sip:bob@example.test")
+        ),
+        ("answer 00ab12", .callControl(.answer, id: "00ab12")),
+        ("hangup 00ab12", .callControl(.hangup, id: "00ab12")),
+        ("hold 00ab12", .callControl(.hold, id: "00ab12")),
+        (#"{"command":"resume","id":"00ab12"}"#, .callControl(.resume, id: "00ab12")),
+        ("interruption begin", .interruption(begins: true)),
+        (#"{"command":"interruption","phase":"end"}"#, .interruption(begins: false)),
+        ("calls", .calls(json: false)),
+        ("calls --json", .calls(json: true)),
+        (#"{"command":"calls","json":true}"#, .calls(json: true)),
     ])
     func textAndJSONLinesParse(line: String, command: ControlCommand) throws {
         #expect(try ControlCommand.parse(line) == command)
@@ -21,9 +36,25 @@ struct ControlCommandTests {
     @Test(arguments: [
         "", "state", "state asleep", "status --yaml", "push-token alice", "push-token alice tok;en=1",
         "reboot", "{", #"{"command":"launch"}"#, #"{"state":"background"}"#,
+        "call alice", "call alice bob@example.test", "call alice http://example.test", "call alice sip:bob@",
+        "call alice sip:bob@exa_mple.test", "call alice sip:bob@example.test:0", "call alice sip:bob@[2001:db8::1",
+        "call alice sip:b%4@example.test", #"{"command":"call","account":"alice","uri":"sip:bob@a.test\r\nX: y"}"#,
+        "answer", "hold a/b", "hangup \(String(repeating: "a", count: 65))", #"{"command":"resume","id":"x y"}"#,
+        "interruption", "interruption start", "calls --yaml",
     ])
     func badLinesAreRejectedWithAReason(line: String) {
         #expect(throws: DaemonError.self) { try ControlCommand.parse(line) }
+    }
+
+    @Test func aBadCallURIIsRefusedWithItsReasonAndEscaped() {
+        #expect(CallURI.problem("sip:bob@example.test") == nil)
+        #expect(CallURI.problem("SIP:alice.smith@198.18.0.1:5060") == nil)
+        #expect(CallURI.problem("sip:198.18.0.1") == nil)
+        let reason = CallURI.problem("sip:bob@a.test\r\nX: y") ?? ""
+        #expect(reason.contains("host"))
+        #expect(!reason.contains("\r") && !reason.contains("\n"), "the reason is escaped: \(reason)")
+        #expect(CallURI.problem("tel:+15550100")?.contains("does not start with sip:") == true)
+        #expect(CallURI.problem("sip:" + String(repeating: "a", count: 300))?.contains("longer than") == true)
     }
 
     @Test func aTokenIsWrittenAtomicallyWithMode0600() throws {

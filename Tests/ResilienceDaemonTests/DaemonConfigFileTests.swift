@@ -132,6 +132,14 @@ struct DaemonConfigFileTests {
             .invalidValue, 1, 17, "more than a unix socket address holds"
         ),
         ("no accounts key", "log-format: human\n", .missingKey, 1, 1, "accounts"),
+        (
+            "unknown incoming-calls", account("password: x\n    incoming-calls: anwser\n"), .unknownName, 7, 21,
+            "did you mean \"answer\"?"
+        ),
+        (
+            "incoming-calls not a word", account("password: x\n    incoming-calls: [ring]\n"), .wrongType, 7, 21,
+            "incoming-calls mode"
+        ),
     ]
 
     /// One account with the given SIP values (written into the YAML as they are).
@@ -249,5 +257,15 @@ struct DaemonConfigFileTests {
         #expect(config.accounts.map(\.account.name) == ["alice"])
         #expect(config.accounts.first?.account.password == "example-secret")
         #expect(config.accounts.first?.push?.provider == "apns")
+        #expect(config.accounts.first?.incomingCalls == .ring)
+    }
+
+    @Test(arguments: IncomingCalls.allCases)
+    func incomingCallsIsReadPerAccountAndRingsByDefault(mode: IncomingCalls) throws {
+        let text =
+            Self.account("password: x\n    incoming-calls: \(mode.rawValue)\n")
+            + "  - { name: b, registrar: 198.18.0.1, user: b, domain: example.test, password: y }\n"
+        let config = try DaemonConfigFile.parse(text, file: "c.yaml", directory: "/tmp")
+        #expect(config.accounts.map(\.incomingCalls) == [mode, .ring])
     }
 }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Testing
 
@@ -28,16 +29,8 @@ struct SystemdUnitTests {
     }
 
     func analyze(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: systemdAnalyze!)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let finished = try ChildProcess.run([systemdAnalyze!] + arguments)
+        return (finished.exitCode, finished.output + finished.errors)
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: netres), "netres is not built"))

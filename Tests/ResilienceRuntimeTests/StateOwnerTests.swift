@@ -59,6 +59,27 @@ struct StateOwnerTests {
         await group.triggerGracefulShutdown()
         try await run.value
     }
+
+    /// `resumed` already leads from suspended to background, so asking for background from
+    /// suspended reports it alone — the same events flap damping releases for that move (a
+    /// redundant `enteredBackground` would count as one more flap).
+    @Test func fromSuspendedToBackgroundIsResumedAlone() async throws {
+        let clock = ManualClock()
+        let manager = ResilienceManager(
+            source: ScriptedNetworkSource(clock: clock), plugins: [], appState: .background, clock: clock,
+            configuration: .init(randomSeed: 9, timeAsleep: { .zero }), logger: quiet)
+        let events = EventRecorder.recording(manager.events())
+        await manager.setAppState(.suspended)
+        await manager.setAppState(.background)
+        // A marker behind them: once it is recorded, every event reported before it was too.
+        await manager.beginInterruption()
+        try await events.wait { $0.contains { Self.appEvent($0) == .interrupted } }
+        #expect(events.recorded.compactMap(Self.appEvent) == [.suspending, .resumed, .interrupted])
+    }
+
+    static func appEvent(_ event: ResilienceEvent) -> AppEvent? {
+        if case .app(let app, _) = event { app } else { nil }
+    }
 }
 
 /// The rules engine owns the network path: status shows the path the last network decision was

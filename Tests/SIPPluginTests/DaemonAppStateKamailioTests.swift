@@ -37,16 +37,8 @@ extension DaemonKamailioTests {
             password: secret-\(user)
             flow-ping: 1s
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let lines = Lines()
-        var logger = Logger(label: "daemon-app-state-test")
-        logger.logLevel = .warning
-        let daemon = try Daemon(
-            config: try DaemonConfigFile.load(path: configPath), source: ScriptedNetworkSource(path: loopbackPath()),
-            output: { await lines.append($0) }, logger: logger)
-        try await daemon.start()
+        let (daemon, group, running, lines) = try await startDaemon(configPath: configPath)
         let startedAt = ContinuousClock.now
-        let group = daemon.makeGroup(signals: [])
-        let running = Task { try await group.run() }
         defer { running.cancel() }
 
         #expect(try await eventually { try await contacts(kamailio).count == 1 })

@@ -53,6 +53,20 @@ struct DaemonKamailioTests {
         return try await condition()
     }
 
+    /// The daemon of the config at `configPath` on a scripted loopback path, started and running
+    /// its service group; its log lines collected.
+    func startDaemon(configPath: String) async throws -> (Daemon, ServiceGroup, Task<Void, any Error>, Lines) {
+        let lines = Lines()
+        var logger = Logger(label: "daemon-test")
+        logger.logLevel = .warning
+        let daemon = try Daemon(
+            config: try DaemonConfigFile.load(path: configPath), source: ScriptedNetworkSource(path: loopbackPath()),
+            output: { await lines.append($0) }, logger: logger)
+        try await daemon.start()
+        let group = daemon.makeGroup(signals: [])
+        return (daemon, group, Task { try await group.run() }, lines)
+    }
+
     @Test func runRegistersAnswersControlCommandsAndUnregistersOnShutdown() async throws {
         let kamailio = try await offPool { try KamailioHarness() }
         do {
@@ -82,16 +96,7 @@ struct DaemonKamailioTests {
             push: { provider: apns, param: team.app.voip, token-file: state/\(user).push }
         """.write(toFile: configPath, atomically: true, encoding: .utf8)
 
-        let config = try DaemonConfigFile.load(path: configPath)
-        let lines = Lines()
-        var logger = Logger(label: "daemon-test")
-        logger.logLevel = .warning
-        let daemon = try Daemon(
-            config: config, source: ScriptedNetworkSource(path: loopbackPath()), output: { await lines.append($0) },
-            logger: logger)
-        try await daemon.start()
-        let group = daemon.makeGroup(signals: [])
-        let running = Task { try await group.run() }
+        let (daemon, group, running, lines) = try await startDaemon(configPath: configPath)
 
         #expect(try await eventually { try await contacts(kamailio).count == 1 })
         // The outcome reaches the status right after the 200 OK reaches the registrar's table.

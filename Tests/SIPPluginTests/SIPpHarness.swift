@@ -21,8 +21,9 @@ final class SIPpHarness: Sendable {
     }
 
     /// Starts `sipp -sf SCENARIO` in server mode on a free port for one call; the scenario's own
-    /// timeouts and `-timeout 40s` bound its life.
-    init(scenario name: String) throws {
+    /// timeouts and `-timeout 40s` bound its life. `arguments` go last (a client scenario's
+    /// remote host, `-s USER`).
+    init(scenario name: String, arguments: [String] = []) throws {
         guard let executable = Self.executable else { throw HarnessError("sipp is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-sipp-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -34,7 +35,7 @@ final class SIPpHarness: Sendable {
                 executable, "-sf", Self.scenario(name), "-i", "127.0.0.1", "-p", "\(port)", "-mp", "\(mediaPort)",
                 "-m", "1", "-timeout", "40s", "-timeout_error", "-trace_msg", "-message_file", messages,
                 "-trace_err", "-error_file", directory.appendingPathComponent("errors.log").path,
-            ], output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
+            ] + arguments, output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
         Thread.sleep(forTimeInterval: 0.3)  // sipp binds its port before reading the scenario's first recv
     }
 

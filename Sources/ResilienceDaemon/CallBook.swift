@@ -1,0 +1,122 @@
+public import ResilienceCore
+import ResilienceOutput
+public import SIPPlugin
+
+/// One call as `netres ctl calls` shows it.
+///
+/// Invariant: `peer` is stored as the agent reported it (from the wire for an incoming call);
+/// every rendering escapes it (`LogText`). Nothing here can hold a credential.
+public struct CallRecord: Hashable, Sendable {
+    public var id: CallID
+    public var account: String
+    public var peer: String
+    public var phase: CallPhase
+    public var direction: CallDirection
+    /// `address:port` of the call's RTP socket; nil before it has media (ringing in).
+    public var mediaAddress: String?
+    /// RTP packets the call's media session received; nil before it has media.
+    public var packetsReceived: Int?
+    /// The last re-INVITE the policy sent for this call after a network change, with its outcome
+    /// and time (`reinvite-call succeeded at 2026-...`); nil when none was needed yet.
+    public var lastRecovery: String?
+
+    public init(
+        id: CallID, account: String, peer: String, phase: CallPhase, direction: CallDirection,
+        mediaAddress: String? = nil, packetsReceived: Int? = nil, lastRecovery: String? = nil
+    ) {
+        self.id = id
+        self.account = account
+        self.peer = peer
+        self.phase = phase
+        self.direction = direction
+        self.mediaAddress = mediaAddress
+        self.packetsReceived = packetsReceived
+        self.lastRecovery = lastRecovery
+    }
+}
+
+/// The calls that are not over, fed with the agents' call events: a value state machine, no I/O.
+///
+/// Invariants: an `ended` event removes its call; a call is known under exactly one account;
+/// at most ``capacity`` calls are kept (the agents' dialog tables bound them too; an event for a
+/// new call past the bound is ignored and counted in ``overflow``).
+struct CallBook {
+    static let capacity = 1024
+    private(set) var calls: [CallID: CallRecord] = [:]
+    /// Insertion order, so listings are stable.
+    private var order: [CallID] = []
+    private(set) var overflow = 0
+
+    /// The service each call is reported under (`SIPAccount.callService(_:)`).
+    private var services: [ServiceID: CallID] = [:]
+
+    /// Applies one event of `account`'s agent; returns true when the call is new.
+    @discardableResult
+    mutating func apply(_ event: CallEvent, account: SIPAccount) -> Bool {
+        guard event.phase != .ended else {
+            if let ended = calls.removeValue(forKey: event.call) {
+                order.removeAll { $0 == event.call }
+                services = services.filter { $0.value != ended.id }
+            }
+            return false
+        }
+        if calls[event.call] != nil {
+            calls[event.call]?.phase = event.phase
+            return false
+        }
+        guard calls.count < Self.capacity else {
+            overflow += 1
+            return false
+        }
+        calls[event.call] = CallRecord(
+            id: event.call, account: account.name, peer: event.peer, phase: event.phase, direction: event.direction)
+        order.append(event.call)
+        services[account.callService(event.call)] = event.call
+        return true
+    }
+
+    /// The call a service id names (`<account>.call.<id>`), if it is in the book.
+    func call(of service: ServiceID) -> CallID? { services[service] }
+
+    mutating func recordRecovery(_ text: String, of service: ServiceID) {
+        guard let id = call(of: service) else { return }
+        calls[id]?.lastRecovery = text
+    }
+
+    /// The calls in the order they appeared.
+    var records: [CallRecord] { order.compactMap { calls[$0] } }
+}
+
+/// Renders `netres ctl calls`: one line per call, or one JSON object `{"calls":[...]}`.
+enum CallsReport {
+    static func human(_ records: [CallRecord]) -> String {
+        guard !records.isEmpty else { return "no calls" }
+        return records.map { call in
+            "call \(call.id): account \(call.account), \(call.direction.rawValue) "
+                + "\(call.direction == .outgoing ? "to" : "from") \(LogText.escaped(call.peer, limit: 120)), "
+                + "\(call.phase.rawValue), media \(call.mediaAddress ?? "none"), "
+                + "\(call.packetsReceived ?? 0) RTP packets received, last recovery: \(call.lastRecovery ?? "none")"
+        }.joined(separator: "\n")
+    }
+
+    static func json(_ records: [CallRecord]) -> String {
+        JSONObject([
+            (
+                "calls",
+                .array(
+                    records.map { call in
+                        .object(
+                            JSONObject([
+                                ("id", .string(call.id.rawValue)), ("account", .string(call.account)),
+                                ("peer", .string(LogText.escaped(call.peer, limit: 120))),
+                                ("state", .string(call.phase.rawValue)),
+                                ("direction", .string(call.direction.rawValue)),
+                                ("media_address", call.mediaAddress.map(JSONValue.string) ?? .null),
+                                ("rtp_packets_received", .int(Int64(call.packetsReceived ?? 0))),
+                                ("last_recovery", call.lastRecovery.map(JSONValue.string) ?? .null),
+                            ]))
+                    })
+            )
+        ]).rendered
+    }
+}

@@ -1,0 +1,158 @@
+import Logging
+import ResilienceCore
+import SIPPlugin
+
+/// The daemon's calls: placed, answered, held, resumed and ended through each account's
+/// `SIPUserAgent` (the SIP plugin's public call API), with a built-in `RTPEchoSession` as
+/// each call's media (headless), and listed for `netres ctl calls`.
+///
+/// Invariants:
+/// - ``observe(_:account:)`` sees every call event of every account, in each agent's order; the
+///   book (``CallBook``) is only changed there, so a listing is what the events said.
+/// - A command is checked against the call's state first (answer only a ringing incoming call,
+///   hold an active or remotely held one, resume a held one); a refusal names the state.
+/// - A placement waits for its call's first event (the INVITE is about to go) or the agent's
+///   failure, not for the answer: `netres ctl call` returns while the far end still rings.
+/// - A new incoming call of an account with `incoming-calls: answer` or `reject` is answered
+///   (echo media) or declined (603) at once; with `ring` it waits for `netres ctl`.
+actor CallDesk {
+    private let plugin: SIPPlugin
+    private let accounts: [String: DaemonAccount]
+    private let path: @Sendable () async -> NetworkPath
+    private let logger: Logger
+    private var book = CallBook()
+    private var media: [CallID: RTPEchoSession] = [:]
+    private var placements: [Placement] = []
+    private var placed = 0
+
+    private struct Placement {
+        let number: Int
+        let account: String
+        let peer: String
+        let media: RTPEchoSession
+        let reply: CheckedContinuation<Result<CallID, DaemonError>, Never>
+    }
+
+    /// - Parameter path: the manager's current path (the flow a command's request goes on).
+    init(
+        plugin: SIPPlugin, accounts: [DaemonAccount], path: @escaping @Sendable () async -> NetworkPath,
+        logger: Logger
+    ) {
+        self.plugin = plugin
+        self.accounts = Dictionary(accounts.map { ($0.account.name, $0) }, uniquingKeysWith: { first, _ in first })
+        self.path = path
+        self.logger = logger
+    }
+
+    /// Places a call from `account` to `uri` (checked by ``CallURI``) and returns its id once
+    /// the INVITE is about to go.
+    func place(account name: String, uri: String) async throws(DaemonError) -> CallID {
+        guard accounts[name] != nil, let agent = plugin.agent(for: name) else {
+            throw DaemonError("no account \"\(LogText.escaped(name, limit: 64))\"")
+        }
+        let path = await self.path()
+        guard path.isSatisfied else { throw DaemonError("no network path: a call cannot be placed now") }
+        placed += 1
+        let number = placed
+        let session = RTPEchoSession()
+        let result = await withCheckedContinuation { reply in
+            placements.append(Placement(number: number, account: name, peer: uri, media: session, reply: reply))
+            Task {
+                do {
+                    _ = try await agent.placeCall(to: uri, media: session, path: path)
+                } catch {
+                    self.placementFailed(number, error)
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    private func placementFailed(_ number: Int, _ error: any Error) {
+        guard let index = placements.firstIndex(where: { $0.number == number }) else { return }
+        placements.remove(at: index).reply.resume(returning: .failure(DaemonError("call not placed: \(error)")))
+    }
+
+    /// Answers, hangs up, holds (for the user) or resumes the call `id`; returns its state after.
+    func control(_ control: CallControl, id: CallID) async throws(DaemonError) -> CallPhase {
+        guard let call = book.calls[id], let agent = plugin.agent(for: call.account) else {
+            throw DaemonError("no call \"\(id)\"")
+        }
+        let allowed: Set<CallPhase> =
+            switch control {
+            case .answer: [.incoming]
+            case .hangup: [.outgoing, .incoming, .active, .held, .remotelyHeld]
+            case .hold: [.active, .remotelyHeld]
+            case .resume: [.held]
+            }
+        guard allowed.contains(call.phase) else {
+            throw DaemonError(
+                "call \(id) is \(call.phase.rawValue): \(control.rawValue) needs it "
+                    + allowed.map(\.rawValue).sorted().joined(separator: " or "))
+        }
+        let path = await self.path()
+        do {
+            switch control {
+            case .answer:
+                let session = RTPEchoSession()
+                media[id] = session
+                try await agent.answer(id, media: session, path: path)
+            case .hangup: try await agent.hangUp(id, path: path)
+            case .hold: try await agent.hold(id, reason: .user, path: path)
+            case .resume: try await agent.resume(id, reason: .user, path: path)
+            }
+        } catch {
+            throw DaemonError("call \(id): \(control.rawValue) failed: \(error)")
+        }
+        return await agent.activeCalls[id] ?? .ended
+    }
+
+    /// Takes in one call event of `account`'s agent.
+    func observe(_ event: CallEvent, account: SIPAccount) {
+        let isNew = book.apply(event, account: account)
+        if event.phase == .ended {
+            media[event.call] = nil
+            return
+        }
+        guard isNew else { return }
+        if event.direction == .outgoing,
+            let index = placements.firstIndex(where: { $0.account == account.name && $0.peer == event.peer })
+        {
+            let placement = placements.remove(at: index)
+            media[event.call] = placement.media
+            placement.reply.resume(returning: .success(event.call))
+        }
+        if event.direction == .incoming, event.phase == .incoming {
+            switch accounts[account.name]?.incomingCalls ?? .ring {
+            case .ring: break
+            case .answer:
+                Task { _ = try? await self.control(.answer, id: event.call) }
+            case .reject:
+                Task {
+                    do {
+                        try await plugin.agent(for: account.name)?.reject(event.call, status: 603)
+                    } catch {
+                        self.logger.notice(
+                            "calls: could not decline an incoming call", metadata: ["call": "\(event.call)"])
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes the outcome of the policy's re-INVITE of the call behind `service`.
+    func recordRecovery(_ text: String, of service: ServiceID) { book.recordRecovery(text, of: service) }
+
+    /// The calls with their media's address and RTP count, for `netres ctl calls`.
+    func records() async -> [CallRecord] {
+        var records = book.records
+        for index in records.indices {
+            guard let session = media[records[index].id] else { continue }
+            if let address = await session.localAddress, let port = await session.localPort {
+                records[index].mediaAddress = address.contains(":") ? "[\(address)]:\(port)" : "\(address):\(port)"
+            }
+            records[index].packetsReceived = await session.packetsReceived
+        }
+        return records
+    }
+}

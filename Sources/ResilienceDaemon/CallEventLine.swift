@@ -1,0 +1,42 @@
+import ResilienceCore
+import ResilienceOutput
+import SIPPlugin
+
+/// Renders one `CallEvent` as a `netres run` log line, beside the manager's lines.
+///
+/// Human: `TIME call incoming alice.call.ID incoming "sip:bob@example.com" trigger=remote`, then
+/// `reason=...` and `glare-retries=N` when they apply. JSON: the manager lines' stable keys (ts,
+/// mono_ns, kind `call`, event = the call's state, service; the others null or empty) plus call,
+/// account, peer, direction, trigger, reason, glare_retries.
+///
+/// Invariant: the peer and the reason come from the wire: both are escaped and cut
+/// (`LogText`) before they reach a line; nothing here can hold a credential.
+struct CallEventLine {
+    let clock: WallClock
+    let json: Bool
+
+    func render(_ event: CallEvent, account: SIPAccount, at: ContinuousClock.Instant = .now) -> String {
+        let service = account.callService(event.call).rawValue
+        let peer = LogText.escaped(event.peer, limit: 120)
+        let reason = event.reason.map { LogText.escaped($0, limit: 64) }
+        guard json else {
+            var words = [
+                "call", event.phase.rawValue, service, event.direction.rawValue, "\"\(peer)\"",
+                "trigger=\(LogText.escaped(event.trigger, limit: 32))",
+            ]
+            if let reason { words.append("reason=\(reason.contains(" ") ? "\"\(reason)\"" : reason)") }
+            if event.glareRetries > 0 { words.append("glare-retries=\(event.glareRetries)") }
+            return clock.rfc3339(at) + " " + words.joined(separator: " ")
+        }
+        return JSONObject([
+            ("ts", .string(clock.rfc3339(at))), ("mono_ns", .int(clock.monotonicNanoseconds(at))),
+            ("kind", .string("call")), ("event", .string(event.phase.rawValue)), ("epoch", .null),
+            ("service", .string(service)), ("action", .null), ("attempt", .null), ("outcome", .null),
+            ("error", .null), ("actions", .array([])), ("call", .string(event.call.rawValue)),
+            ("account", .string(account.name)), ("peer", .string(peer)),
+            ("direction", .string(event.direction.rawValue)),
+            ("trigger", .string(LogText.escaped(event.trigger, limit: 32))),
+            ("reason", reason.map(JSONValue.string) ?? .null), ("glare_retries", .int(Int64(event.glareRetries))),
+        ]).rendered
+    }
+}

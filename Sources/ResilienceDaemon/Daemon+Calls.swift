@@ -1,0 +1,74 @@
+import ResilienceCore
+import ResilienceHooks
+import ResilienceRuntime
+import SIPPlugin
+import ServiceLifecycle
+
+extension Daemon {
+    /// Answers the call commands of the control socket (`call`, `answer`, `hangup`, `hold`,
+    /// `resume`, `interruption`, `calls`). Replies: `ok call ID`, `ok hold ID held`,
+    /// `ok interruption begin`, the call listing, or `error: ...`.
+    func handleCall(_ command: ControlCommand) async -> String {
+        do {
+            switch command {
+            case .call(let account, let uri):
+                return "ok call \(try await calls.place(account: account, uri: uri))\n"
+            case .callControl(let control, let id):
+                let phase = try await calls.control(control, id: CallID(id))
+                return "ok \(control.rawValue) \(id) \(phase.rawValue)\n"
+            case .interruption(let begins):
+                if begins { await manager.beginInterruption() } else { await manager.endInterruption() }
+                return "ok interruption \(begins ? "begin" : "end")\n"
+            case .calls(let json):
+                let records = await calls.records()
+                return (json ? CallsReport.json(records) : CallsReport.human(records)) + "\n"
+            case .state, .status, .pushToken:
+                return "error: not a call command\n"
+            }
+        } catch {
+            return "error: \(error)\n"
+        }
+    }
+
+    /// One call event of `account`: into the desk, the log, the metrics and the hooks.
+    func callEvent(_ event: CallEvent, account: SIPAccount) async {
+        await calls.observe(event, account: account)
+        await output(CallEventLine(clock: WallClock(), json: config.logFormat == .json).render(event, account: account))
+        metrics?.observe(call: event)
+        hooks?.submit(
+            environment: HookEnvironment.variables(
+                ofCall: HookEnvironment.Call(
+                    id: event.call.rawValue, account: account.name, peer: event.peer, state: event.phase.rawValue,
+                    direction: event.direction.rawValue, trigger: event.trigger, reason: event.reason ?? ""),
+                clock: WallClock()))
+    }
+
+    /// A finished `reinvite-call` action (the policy's recovery of a call after a network change)
+    /// becomes the call's last recovery in `netres ctl calls`.
+    func recordRecovery(_ action: ActionEvent) async {
+        guard action.action.kind == .reinviteCall, action.outcome != .started else { return }
+        let text = "\(action.action.kind.rawValue) \(action.outcome.label) at \(WallClock().rfc3339(action.at))"
+        await calls.recordRecovery(text, of: action.action.service)
+    }
+}
+
+/// Follows every account's call events for the daemon until graceful shutdown (the agents'
+/// streams never end on their own; without accounts it only waits, since a service group treats
+/// an early return as a failure).
+struct CallFollower: Service {
+    let daemon: Daemon
+
+    func run() async throws {
+        await withDiscardingTaskGroup { group in
+            for entry in daemon.config.accounts {
+                guard let agent = daemon.plugin.agent(for: entry.account.name) else { continue }
+                group.addTask {
+                    for await event in agent.callEvents.cancelOnGracefulShutdown() {
+                        await daemon.callEvent(event, account: entry.account)
+                    }
+                }
+            }
+        }
+        try? await gracefulShutdown()
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import ResilienceCore
+import ResilienceDaemon
+import ServiceLifecycle
+import Testing
+
+/// Calls driven through `netres run`'s control socket, end to end: the daemon in-process (config
+/// file → ``Daemon``, a scripted loopback path, as in ``DaemonKamailioTests``), a real Kamailio
+/// that challenges, record-routes and relays INVITEs, and sipp as the far end (scenarios in
+/// Resources/sipp/). sipp's exit status and message log, Kamailio's request log, the daemon's
+/// log lines and a real hook script are the witnesses.
+extension DaemonKamailioTests {
+    /// One running daemon with one account at the loopback Kamailio and a hook that records
+    /// every call event's variables.
+    struct CallDaemon {
+        let user: String
+        let socket: String
+        let records: String
+        let lines: Lines
+
+        func recorded() -> [String] {
+            ((try? String(contentsOfFile: records, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+    }
+
+    func send(_ line: String, _ running: CallDaemon) async throws -> String { try await send(line, running.socket) }
+
+    /// `ctl calls --json`'s calls.
+    func calls(_ running: CallDaemon) async throws -> [[String: Any]] {
+        let reply = try await send("calls --json", running)
+        let object = try JSONSerialization.jsonObject(with: Data(reply.utf8)) as? [String: Any]
+        return object?["calls"] as? [[String: Any]] ?? []
+    }
+
+    /// Kamailio, a registered daemon, the body, then shutdown and cleanup whatever happens.
+    func withCallDaemon(_ body: (KamailioHarness, CallDaemon) async throws -> Void) async throws {
+        let kamailio = try await offPool { try KamailioHarness() }
+        let directory = "/tmp/netres-calls-\(UInt32.random(in: 0...UInt32.max))"
+        defer {
+            kamailio.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+        try FileManager.default.createDirectory(atPath: directory + "/hooks.d", withIntermediateDirectories: true)
+        let user = uniqueUser("daemoncall")
+        try "secret-\(user)\n".write(toFile: directory + "/pw", atomically: true, encoding: .utf8)
+        let records = directory + "/records"
+        let hook = directory + "/hooks.d/10-calls"
+        try """
+        #!/bin/sh
+        [ "$NETRES_EVENT" = call ] || exit 0
+        echo "$NETRES_CALL_STATE $NETRES_CALL_DIRECTION $NETRES_ACCOUNT $NETRES_CALL_ID $NETRES_PEER" >> \(records)
+
+        """.write(toFile: hook, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hook)
+        try """
+        log-format: json
+        control-socket: ctl.sock
+        state-directory: state
+        hooks: { directory: hooks.d, timeout: 5s }
+        \(accountsEntry(user, kamailio))
+            password-file: pw
+            expires: 300
+            incoming-calls: ring
+        """.write(toFile: directory + "/netres.yaml", atomically: true, encoding: .utf8)
+        let (daemon, group, task, lines) = try await startDaemon(configPath: directory + "/netres.yaml")
+        let running = CallDaemon(user: user, socket: directory + "/ctl.sock", records: records, lines: lines)
+        var failure: (any Error)?
+        do {
+            #expect(try await eventually { try await contacts(kamailio).count == 1 })
+            try await body(kamailio, running)
+        } catch {
+            failure = error
+        }
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+        await daemon.stop()
+        for line in await lines.all { #expect(!line.contains("secret-\(user)"), "no password in the log") }
+        if let failure { throw failure }
+    }
+
+    @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
+    func ctlPlacesAHoldsResumesAndHangsUpACallWithRTPCounted() async throws {
+        // 2 s of PCMU silence (0xFF), 160 bytes per 20 ms packet: what sipp streams after the ACK.
+        let audio = "/tmp/netres-test-pcmu-silence.raw"
+        try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
+        defer { try? FileManager.default.removeItem(atPath: audio) }
+        let sipp = try SIPpHarness(scenario: "uas-daemon-call")
+        defer { sipp.stop() }
+        try await withCallDaemon { kamailio, running in
+            let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
+            #expect(reply.hasPrefix("ok call "), "\(reply)")
+            let id = String(reply.dropFirst("ok call ".count).dropLast())
+            let established = try await eventually {
+                try await calls(running).first.map {
+                    $0["state"] as? String == "active" && ($0["rtp_packets_received"] as? Int ?? 0) > 0
+                } ?? false
+            }
+            let listing = try await calls(running)
+            #expect(established, "established with RTP from sipp: \(listing); sipp: \(sipp.errors.suffix(600))")
+            let call = try #require(try await calls(running).first)
+            #expect(call["id"] as? String == id && call["account"] as? String == running.user)
+            #expect(call["direction"] as? String == "outgoing")
+            #expect(call["peer"] as? String == "sip:far@127.0.0.1:\(sipp.port)")
+            #expect((call["media_address"] as? String)?.hasPrefix("127.0.0.1:") == true)
+
+            // A call in the wrong state and an unknown id are refused with a reason.
+            #expect(try await send("resume \(id)", running).hasPrefix("error: call \(id) is active"))
+            #expect(try await send("answer \(id)", running).hasPrefix("error: call \(id) is active"))
+            #expect(try await send("hold 0000", running) == "error: no call \"0000\"\n")
+            #expect(try await send("call nobody sip:far@127.0.0.1", running) == "error: no account \"nobody\"\n")
+            #expect(try await send("call \(running.user) sip:far@bad_host", running).hasPrefix("error: call URI"))
+
+            #expect(try await send("hold \(id)", running) == "ok hold \(id) held\n")
+            #expect(try await send("resume \(id)", running) == "ok resume \(id) active\n")
+            #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            // sipp saw the INVITE, two re-INVITEs (its checks: sendonly, then sendrecv) and the BYE.
+            #expect(sipp.received("INVITE") == 3 && sipp.received("BYE") == 1)
+            // Kamailio challenged the first INVITE, then relayed it and the in-dialog requests.
+            #expect(kamailio.requestCount(method: "INVITE", user: running.user) >= 2)
+            #expect(try await eventually { try await calls(running).isEmpty })
+
+            let log = await running.lines.all.filter { $0.contains(#""kind":"call""#) }
+            let states = log.compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event"] as? String
+            }
+            #expect(states == ["outgoing", "active", "held", "active", "ended"], "\(log)")
+            #expect(try await eventually { running.recorded().count == 5 }, "\(running.recorded())")
+            #expect(
+                running.recorded().first == "outgoing outgoing \(running.user) \(id) sip:far@127.0.0.1:\(sipp.port)")
+        }
+    }
+
+    @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
+    func anIncomingCallInBackgroundRingsAtOnceIsReportedAndAnsweredByCtl() async throws {
+        try await withCallDaemon { kamailio, running in
+            #expect(try await send("state background", running) == "ok state background\n")
+            let sipp = try SIPpHarness(
+                scenario: "uac-daemon-incoming", arguments: ["-s", running.user, "127.0.0.1:\(kamailio.port)"])
+            defer { sipp.stop() }
+            #expect(
+                try await eventually { try await calls(running).first?["state"] as? String == "incoming" },
+                "the call rings: sipp \(sipp.errors.suffix(600))")
+            let ringing = try #require(try await calls(running).first)
+            let id = try #require(ringing["id"] as? String)
+            #expect(ringing["direction"] as? String == "incoming")
+            #expect((ringing["peer"] as? String)?.hasPrefix("sip:caller@") == true)
+            #expect(ringing["media_address"] is NSNull, "no media before the answer")
+            #expect(sipp.messages.contains("SIP/2.0 180 Ringing"), "sipp got the 180 before any answer")
+            let logged = await running.lines.all.contains {
+                $0.contains(#""kind":"call""#) && $0.contains(#""event":"incoming""#) && $0.contains(id)
+            }
+            #expect(logged, "the incoming call is one log line")
+            #expect(
+                try await eventually { running.recorded().contains { $0.hasPrefix("incoming incoming ") } },
+                "the hook ran for the incoming call: \(running.recorded())")
+            #expect(try await send("hold \(id)", running).hasPrefix("error: call \(id) is incoming"))
+
+            #expect(try await send(#"{"command":"answer","id":"\#(id)"}"#, running) == "ok answer \(id) active\n")
+            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
+            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("BYE") == 1, "sipp took the daemon's BYE (its scenario sends none)")
+            #expect(try await eventually { running.recorded().contains { $0.hasPrefix("ended incoming ") } })
+        }
+    }
+}
