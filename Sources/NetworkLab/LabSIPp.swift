@@ -40,11 +40,14 @@ public struct LabSIPp: Sendable {
         messages().filter { !$0.sent && $0.method == method }
     }
 
-    /// The end of sipp's error log and standard output, for a failure message.
+    /// For a failure message: the start line and CSeq of every message sipp logged (`>` sent,
+    /// `<` received), the start of its error log and the end of its standard output.
     public func diagnostics() -> String {
+        let flow = messages().suffix(40).map { "\($0.sent ? ">" : "<") \($0.startLine) [\($0.header("CSeq") ?? "")]" }
         let errors = (try? String(contentsOfFile: directory + "/errors.log", encoding: .utf8)) ?? ""
         let output = (try? String(contentsOfFile: directory + "/sipp.out", encoding: .utf8)) ?? ""
-        return String(errors.suffix(800)) + String(output.suffix(400))
+        return flow.joined(separator: "\n") + "\nerrors: " + String(errors.prefix(1200)) + "\nout: "
+            + String(output.suffix(300))
     }
 
     /// Waits (at most `bound`, polling) for sipp to exit; its exit code (0: the scenario ran to
