@@ -9,7 +9,14 @@ extension CallRecoveryBenchmark {
         let dir = lab.directory
         let netres = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("netres").path
+        // One recovery per flap is the figure: the default policy's flap damping (which holds back
+        // the fourth flap within ~15 s) is turned off, nothing else changes.
+        let policy = try await lab.run(in: phone, [netres, "policy", "default"])
+        let undamped = policy.replacingOccurrences(of: "  penalty: 1000\n", with: "  penalty: 0\n")
+        guard undamped != policy else { throw BenchError("the default policy has no `penalty: 1000` line") }
+        try undamped.write(toFile: dir + "/policy.yaml", atomically: true, encoding: .utf8)
         try """
+        policy: \(dir)/policy.yaml
         control-socket: \(dir)/netres.sock
         interfaces: [wifi]
         hold-down: 0

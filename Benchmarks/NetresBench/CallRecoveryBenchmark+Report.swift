@@ -120,7 +120,7 @@ extension CallRecoveryBenchmark {
             |---|---|---|---|---|---|
             \(floorStats.row("sipp authenticated REGISTER → 200 OK", floor: nil))
 
-            ### An established call across a carrier flap (down \(downFor); ms to the far end's 200 OK to the re-INVITE)
+            ### An established call across a link flap (admin-down \(downFor); ms to the far end's 200 OK to the re-INVITE)
 
             | client | flaps | re-INVITEd | from link-up p50 | p99 | p50 vs floor | from default route p50 | p99 | p50 vs floor |
             |---|---|---|---|---|---|---|---|---|

@@ -4,7 +4,9 @@ import NetworkLab
 /// Call recovery in a NetworkLab lab: an established call of `netres run` (placed with
 /// `netres ctl call`) and one of baresip 1.0 (dialled through its `ctrl_tcp`), each to its own
 /// sipp far end behind Kamailio, across the same carrier flaps and address changes, next to the
-/// registrar's REGISTER round trip (the floor) measured at the start of the same run.
+/// registrar's REGISTER round trip (the floor) measured at the start of the same run. A flap is
+/// the phone's link admin-down for `downFor`, then up with its default routes put back (the
+/// kernel drops them on admin-down), so both the link's and the route's netlink messages exist.
 ///
 /// How each instant is taken (all on this host's CLOCK_REALTIME):
 /// - link-up and the default route: `ip -ts monitor link address route` in the phone host, the
@@ -69,7 +71,7 @@ struct CallRecoveryBenchmark {
             for index in 0..<flaps {
                 let began = realtimeNow()
                 flapBegins.append(began)
-                try await lab.inject(.carrierLoss(wifi, for: downFor))
+                try await lab.inject(.adminDown(wifi, for: downFor))
                 let netresDone = await eventually(within: .seconds(Int64(netresBound))) {
                     Self.reinviteOK(netresFar, after: began) != nil
                 }
