@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "SIPPlugin",
             dependencies: [
-                "ResilienceCore", log, lifecycle,
+                "ResilienceCore", log, lifecycle, metrics,
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -202,7 +202,8 @@ let package = Package(
             // ResilienceDaemon: the `netres run` integration test reuses the Kamailio harness here.
             dependencies: [
                 "ChildProcesses", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
-                "ResilienceTesting", log, lifecycle, .product(name: "NIOCore", package: "swift-nio"),
+                "ResilienceTesting", log, lifecycle, metrics, .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // ByteToMessageDecoderVerifier for the stream decoder.
                 .product(name: "NIOTestUtils", package: "swift-nio"),
             ],

@@ -1,4 +1,5 @@
 public import Logging
+public import Metrics
 public import ResilienceCore
 internal import ServiceLifecycle
 internal import Synchronization
@@ -16,6 +17,7 @@ public final class SIPPlugin: ResiliencePlugin {
     private let routes: Mutex<SIPRouteTable>
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
+    private let callMetrics: CallMetrics
     /// What the agents learned, for the manager (see `PluginReport`):
     /// - `.serviceChanged` after every action that changed a service: a registration's granted
     ///   expiry and keep-alive interval (the registrar's Flow-Timer, else the account's), a
@@ -42,12 +44,18 @@ public final class SIPPlugin: ResiliencePlugin {
     ///   - pacing: how fast one registrar gets REGISTERs; accounts of the same registrar host,
     ///     port and transport share one ``PacingWindow`` (after a flap they re-register as fast as
     ///     the registrar answers and no faster).
+    ///   - callSurvivalBudget: the policy's `call-survival-budget`: a call whose path was lost
+    ///     longer is ended with BYE when the path returns (zero: never).
+    ///   - metricsFactory: where the call instruments (`netres.calls.recovered`, `netres.calls.lost`,
+    ///     `netres.call.recovery`) come from; nil for the
+    ///     bootstrapped `MetricsSystem`.
     ///   - logger: SIP transactions and flows log here; never a password.
     public init(
         accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
-        logger: Logger
+        callSurvivalBudget: Duration = .seconds(30), metricsFactory: (any MetricsFactory)? = nil, logger: Logger
     ) {
         self.accounts = accounts
+        self.callMetrics = CallMetrics(factory: metricsFactory ?? MetricsSystem.factory)
         self.logger = logger
         let (reports, reportContinuation) = AsyncStream.makeStream(of: PluginReport.self)
         self.reports = reports
@@ -59,8 +67,9 @@ public final class SIPPlugin: ResiliencePlugin {
                 "\(account.transport.rawValue):\(account.registrarHost.lowercased()):\(account.registrarPort)"
             let pacer = pacers[registrar] ?? RegistrarPacer(settings: pacing)
             pacers[registrar] = pacer
-            agents[account.name] = SIPUserAgent(account: account, timers: timers, logger: logger, pacer: pacer) {
-                services in
+            agents[account.name] = SIPUserAgent(
+                account: account, timers: timers, logger: logger, pacer: pacer, callSurvivalBudget: callSurvivalBudget
+            ) { services in
                 reportContinuation.yield(.flowLost(services))
             }
         }
@@ -74,6 +83,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// A call appeared, changed or ended: its service is added, changed or removed, with the
     /// kind the policy names (outgoing/incoming × progressing, alerting, active, held, remotely-held).
     private func callChanged(_ event: CallEvent, account name: String) {
+        callMetrics.record(event)
         guard let account = accounts.first(where: { $0.name == name }) else { return }
         let service = account.callService(event.call)
         guard let state = event.phase.serviceState else {
@@ -211,8 +221,12 @@ public final class SIPPlugin: ResiliencePlugin {
             // `interruption-ended-resume`, `restore-resume`): a call the user held stays held.
             switch action.kind {
             case .holdCall: try await agent.hold(call, reason: .interruption, path: context.path)
-            case .resumeCall: try await agent.resume(call, reason: .interruption, path: context.path)
-            case .reinviteCall: try await agent.reinvite(call, path: context.path)
+            case .resumeCall:
+                // A resume on the path's return is a recovery too: an outage over budget ends it.
+                let outlived = try await agent.endIfOutlivedBudget(call, loss: context.lastPathLoss, path: context.path)
+                if outlived { return }
+                try await agent.resume(call, reason: .interruption, path: context.path)
+            case .reinviteCall: try await agent.reinvite(call, path: context.path, after: context.lastPathLoss)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")
             }
         }

@@ -30,13 +30,21 @@ public actor SIPUserAgent {
     var registration: RegistrationState
     /// RFC 8599 parameters in the Contact; starts as the account's, changes with the push token.
     var push: PushParameters?
+    /// Digest state per challenge origin (nonce, realm, nonce count never shared between them):
+    /// `auth` answers the registrar's challenges (REGISTER, SUBSCRIBE, PUBLISH, MESSAGE...),
+    /// `callAuth` the call path's (INVITE and the requests of a call's dialog), so a proxy's 407
+    /// to an INVITE never replaces what REGISTER uses.
     var auth: AuthState?
+    var callAuth: AuthState?
     var subscriptions: [ServiceID: SubscriptionState] = [:]
     /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
     /// The calls not yet ended, each owning one dialog of `dialogs`.
     var calls: [CallID: SIPCall] = [:]
+    /// Outgoing calls hung up while ringing out whose INVITE transaction still runs (see
+    /// ``PendingCancel``); an entry leaves when that transaction ends.
+    var cancelling: [CallID: PendingCancel] = [:]
     /// Every change of every call, in order; keeps the newest 256 when nobody reads.
     public nonisolated let callEvents: AsyncStream<CallEvent>
     nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
@@ -55,6 +63,9 @@ public actor SIPUserAgent {
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
     nonisolated let pacer: RegistrarPacer
+    /// A call whose path was lost longer than this is ended on return (policy
+    /// `call-survival-budget`); zero keeps calls across any outage.
+    public nonisolated let callSurvivalBudget: Duration
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -66,12 +77,15 @@ public actor SIPUserAgent {
     ///   - clock: the clock for transaction timers until the runtime lends one with an action.
     ///   - pacer: shared by the accounts of one registrar (``SIPPlugin`` does that); by default
     ///     the agent paces alone.
+    ///   - callSurvivalBudget: see ``callSurvivalBudget`` (policy `call-survival-budget`).
     public init(
         account: SIPAccount, timers: SIPTimers = SIPTimers(), logger: Logger,
         clock: any RuntimeClock = ContinuousClock(), pacer: RegistrarPacer = RegistrarPacer(settings: .init()),
+        callSurvivalBudget: Duration = .seconds(30),
         onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
     ) {
         self.account = account
+        self.callSurvivalBudget = max(callSurvivalBudget, .zero)
         self.pacer = pacer
         self.timers = timers
         self.onFlowLost = onFlowLost
@@ -146,6 +160,7 @@ public actor SIPUserAgent {
     }
 
     private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
+        serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
         let layer = TransactionLayer(
             clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
             reliable: account.transport != .udp)
@@ -279,27 +294,36 @@ public actor SIPUserAgent {
             guard let status = response.status, status == 401 || status == 407 else { return response }
             let headerName = status == 401 ? "WWW-Authenticate" : "Proxy-Authenticate"
             guard let challenge = DigestChallenge.best(of: response.headers.values(headerName)) else {
-                auth = nil
+                setDigest(nil, for: method)
                 throw PluginError.permanent("\(method) rejected with \(status) and no usable Digest challenge")
             }
             if challenge.stale {
                 guard !staleRetried else { throw PluginError.permanent("\(method): repeated stale nonce") }
                 staleRetried = true
             } else if freshChallengeSent {
-                auth = nil
+                setDigest(nil, for: method)
                 logger.error("sip.auth-failed", metadata: ["method": "\(method)", "status": "\(status)"])
                 throw PluginError.permanent("authentication failed for \(account.addressOfRecord) (\(status))")
             }
-            auth = AuthState(challenge: challenge, isProxy: status == 407)
+            setDigest(AuthState(challenge: challenge, isProxy: status == 407), for: method)
             freshChallengeSent = true
         }
         throw PluginError.permanent("\(method): too many authentication rounds")
     }
 
+    /// The requests whose challenges come from the call path (see ``callAuth``).
+    static let callMethods: Set<String> = ["INVITE", "ACK", "BYE", "CANCEL", "UPDATE", "PRACK", "INFO", "REFER"]
+
+    /// Sets the digest state of `method`'s challenge origin.
+    func setDigest(_ state: AuthState?, for method: String) {
+        if Self.callMethods.contains(method.uppercased()) { callAuth = state } else { auth = state }
+    }
+
     func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
-        guard var state = auth else { return nil }
+        let isCall = Self.callMethods.contains(method.uppercased())
+        guard var state = isCall ? callAuth : auth else { return nil }
         state.nonceCount += 1
-        auth = state
+        setDigest(state, for: method)
         let credentials = DigestCredentials(username: account.authUser ?? account.user, password: account.password)
         let value = credentials.authorization(
             for: state.challenge, method: method, uri: uri, nonceCount: state.nonceCount, cnonce: randomToken())

@@ -14,8 +14,11 @@ extension ResilienceCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run the manager with the SIP accounts of a config file, as a daemon.",
             discussion: """
-                Logs every transition, decision and action outcome on standard output, one line each \
-                (JSON Lines with log-format: json). Serves `netres ctl` on the config's control-socket. \
+                Logs every transition, decision, action outcome and call event on standard output, one line \
+                each (JSON Lines with log-format: json). Serves `netres ctl` on the config's control-socket, \
+                calls included (`netres ctl call`, `calls`, `answer`, `hangup`, `hold`, `resume`); an \
+                account's incoming-calls (ring, answer or reject) says what an incoming call does after its \
+                180 Ringing. \
                 SIGTERM or SIGINT unsubscribes and unregisters within a deadline, then exits. Exit status \
                 1 for an invalid config, 2 when netlink or the control socket cannot be opened or another \
                 netres run already serves the same control socket.

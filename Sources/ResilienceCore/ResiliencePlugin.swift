@@ -69,6 +69,11 @@ public struct PluginContext: Sendable {
     /// The runtime's clock, lent for the plugin's own timers (transaction retransmissions, drain
     /// deadlines): a test's `ManualClock` drives them without real time passing.
     public var clock: any RuntimeClock
+    /// The most recent time the path was lost, on the runtime's clock: from the moment it went
+    /// unsatisfied (the hold-down included) to its restore; nil while it has not been lost and
+    /// restored since the manager started. A plugin compares it with what it keeps alive across
+    /// losses (a call's survival budget) without reading netlink or the clock.
+    public var lastPathLoss: Range<ContinuousClock.Instant>?
 
     /// Creates a context. The executor always passes its clock and `now` from it; when they are
     /// omitted (hand-built contexts in tests) they are `ContinuousClock()` and its `now`.
@@ -80,7 +85,8 @@ public struct PluginContext: Sendable {
         epoch: NetworkEpoch,
         attempt: Int = 1,
         now: ContinuousClock.Instant? = nil,
-        clock: any RuntimeClock = ContinuousClock()
+        clock: any RuntimeClock = ContinuousClock(),
+        lastPathLoss: Range<ContinuousClock.Instant>? = nil
     ) {
         self.logger = logger
         self.deadline = deadline
@@ -90,6 +96,7 @@ public struct PluginContext: Sendable {
         self.attempt = attempt
         self.now = now ?? clock.now
         self.clock = clock
+        self.lastPathLoss = lastPathLoss
     }
 }
 

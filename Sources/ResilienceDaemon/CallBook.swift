@@ -16,8 +16,9 @@ public struct CallRecord: Hashable, Sendable {
     public var mediaAddress: String?
     /// RTP packets the call's media session received; nil before it has media.
     public var packetsReceived: Int?
-    /// The last re-INVITE the policy sent for this call after a network change, with its outcome
-    /// and time (`reinvite-call succeeded at 2026-...`); nil when none was needed yet.
+    /// The last recovery of this call after a network change: the agent's (`recovered at TIME:
+    /// downtime 3.1s, re-INVITE 40ms, recovery 3.2s, 0 glare retries`) or a policy action that
+    /// failed (`reinvite-call failed at TIME`); nil when none was needed yet.
     public var lastRecovery: String?
 
     public init(
@@ -52,7 +53,7 @@ struct CallBook {
 
     /// Applies one event of `account`'s agent; returns true when the call is new.
     @discardableResult
-    mutating func apply(_ event: CallEvent, account: SIPAccount) -> Bool {
+    mutating func apply(_ event: CallEvent, account: SIPAccount, at now: String = "") -> Bool {
         guard event.phase != .ended else {
             if let ended = calls.removeValue(forKey: event.call) {
                 order.removeAll { $0 == event.call }
@@ -62,6 +63,7 @@ struct CallBook {
         }
         if calls[event.call] != nil {
             calls[event.call]?.phase = event.phase
+            if event.trigger == "network" { calls[event.call]?.lastRecovery = Self.recovery(event, at: now) }
             return false
         }
         guard calls.count < Self.capacity else {
@@ -73,6 +75,17 @@ struct CallBook {
         order.append(event.call)
         services[account.callService(event.call)] = event.call
         return true
+    }
+
+    /// `recovered at TIME: downtime 3.1s, re-INVITE 40ms, recovery 3.2s, 0 glare retries`.
+    static func recovery(_ event: CallEvent, at now: String) -> String {
+        let parts = [
+            event.downtime.map { "downtime \(DurationText.format($0))" },
+            event.reinviteRoundTrip.map { "re-INVITE \(DurationText.format($0))" },
+            event.recoveryTime.map { "recovery \(DurationText.format($0))" },
+            "\(event.glareRetries) glare retries",
+        ]
+        return "recovered at \(now): " + parts.compactMap { $0 }.joined(separator: ", ")
     }
 
     /// The call a service id names (`<account>.call.<id>`), if it is in the book.

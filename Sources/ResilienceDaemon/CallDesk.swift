@@ -109,7 +109,7 @@ actor CallDesk {
 
     /// Takes in one call event of `account`'s agent.
     func observe(_ event: CallEvent, account: SIPAccount) {
-        let isNew = book.apply(event, account: account)
+        let isNew = book.apply(event, account: account, at: WallClock().rfc3339(.now))
         if event.phase == .ended {
             media[event.call] = nil
             return

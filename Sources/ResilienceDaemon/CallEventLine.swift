@@ -5,9 +5,11 @@ import SIPPlugin
 /// Renders one `CallEvent` as a `netres run` log line, beside the manager's lines.
 ///
 /// Human: `TIME call incoming alice.call.ID incoming "sip:bob@example.com" trigger=remote`, then
-/// `reason=...` and `glare-retries=N` when they apply. JSON: the manager lines' stable keys (ts,
-/// mono_ns, kind `call`, event = the call's state, service; the others null or empty) plus call,
-/// account, peer, direction, trigger, reason, glare_retries.
+/// `reason=...`, `glare-retries=N`, and for a recovery (trigger `network`) or an end by the outage
+/// `downtime=3.1s reinvite-rtt=40ms recovery=3.2s` when they apply. JSON: the manager lines'
+/// stable keys (ts, mono_ns, kind `call`, event = the call's state, service; the others null or
+/// empty) plus call, account, peer, direction, trigger, reason, glare_retries, downtime_ms,
+/// reinvite_rtt_ms, recovery_ms (null when they do not apply).
 ///
 /// Invariant: the peer and the reason come from the wire: both are escaped and cut
 /// (`LogText`) before they reach a line; nothing here can hold a credential.
@@ -26,17 +28,33 @@ struct CallEventLine {
             ]
             if let reason { words.append("reason=\(reason.contains(" ") ? "\"\(reason)\"" : reason)") }
             if event.glareRetries > 0 { words.append("glare-retries=\(event.glareRetries)") }
+            for (name, duration) in Self.durations(of: event) {
+                if let duration { words.append("\(name)=\(DurationText.format(duration))") }
+            }
             return clock.rfc3339(at) + " " + words.joined(separator: " ")
         }
-        return JSONObject([
-            ("ts", .string(clock.rfc3339(at))), ("mono_ns", .int(clock.monotonicNanoseconds(at))),
-            ("kind", .string("call")), ("event", .string(event.phase.rawValue)), ("epoch", .null),
-            ("service", .string(service)), ("action", .null), ("attempt", .null), ("outcome", .null),
-            ("error", .null), ("actions", .array([])), ("call", .string(event.call.rawValue)),
-            ("account", .string(account.name)), ("peer", .string(peer)),
-            ("direction", .string(event.direction.rawValue)),
-            ("trigger", .string(LogText.escaped(event.trigger, limit: 32))),
-            ("reason", reason.map(JSONValue.string) ?? .null), ("glare_retries", .int(Int64(event.glareRetries))),
-        ]).rendered
+        return JSONObject(
+            [
+                ("ts", .string(clock.rfc3339(at))), ("mono_ns", .int(clock.monotonicNanoseconds(at))),
+                ("kind", .string("call")), ("event", .string(event.phase.rawValue)), ("epoch", .null),
+                ("service", .string(service)), ("action", .null), ("attempt", .null), ("outcome", .null),
+                ("error", .null), ("actions", .array([])), ("call", .string(event.call.rawValue)),
+                ("account", .string(account.name)), ("peer", .string(peer)),
+                ("direction", .string(event.direction.rawValue)),
+                ("trigger", .string(LogText.escaped(event.trigger, limit: 32))),
+                ("reason", reason.map(JSONValue.string) ?? .null), ("glare_retries", .int(Int64(event.glareRetries))),
+            ]
+                + Self.durations(of: event).map { name, duration in
+                    (
+                        String(name.map { $0 == "-" ? "_" : $0 }) + "_ms",
+                        duration.map { .int($0.nanosecondsValue / 1_000_000) } ?? .null
+                    )
+                }
+        ).rendered
+    }
+
+    /// A recovery's measurements, in log order: downtime, reinvite-rtt, recovery.
+    static func durations(of event: CallEvent) -> [(String, Duration?)] {
+        [("downtime", event.downtime), ("reinvite-rtt", event.reinviteRoundTrip), ("recovery", event.recoveryTime)]
     }
 }

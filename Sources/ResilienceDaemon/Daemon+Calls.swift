@@ -39,14 +39,18 @@ extension Daemon {
             environment: HookEnvironment.variables(
                 ofCall: HookEnvironment.Call(
                     id: event.call.rawValue, account: account.name, peer: event.peer, state: event.phase.rawValue,
-                    direction: event.direction.rawValue, trigger: event.trigger, reason: event.reason ?? ""),
+                    direction: event.direction.rawValue, trigger: event.trigger, reason: event.reason ?? "",
+                    downtime: event.downtime),
                 clock: WallClock()))
     }
 
-    /// A finished `reinvite-call` action (the policy's recovery of a call after a network change)
-    /// becomes the call's last recovery in `netres ctl calls`.
+    /// A `reinvite-call` action (the policy's recovery of a call after a network change) that did
+    /// not succeed becomes the call's last recovery in `netres ctl calls`; a success is the
+    /// agent's recovery event, with its measurements (``CallDesk/observe(_:account:)``).
     func recordRecovery(_ action: ActionEvent) async {
-        guard action.action.kind == .reinviteCall, action.outcome != .started else { return }
+        guard action.action.kind == .reinviteCall, action.outcome != .started, action.outcome != .succeeded else {
+            return
+        }
         let text = "\(action.action.kind.rawValue) \(action.outcome.label) at \(WallClock().rfc3339(action.at))"
         await calls.recordRecovery(text, of: action.action.service)
     }

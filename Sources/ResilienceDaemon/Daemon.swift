@@ -112,9 +112,10 @@ public final class Daemon: Sendable {
         self.monitor = monitor
         self.output = output
         self.logger = logger
-        self.plugin = SIPPlugin(
-            accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling), logger: logger)
         let metrics = config.metrics.map { _ in DaemonMetrics() }
+        self.plugin = SIPPlugin(
+            accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
+            callSurvivalBudget: policy.callSurvivalBudget, metricsFactory: metrics?.factory, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let manager = ResilienceManager(

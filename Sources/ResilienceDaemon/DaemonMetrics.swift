@@ -17,16 +17,14 @@ import Synchronization
 ///   successful register or refresh after it: how long a SIP service stayed down because of the network;
 /// - `netres_registrations` by `outcome`: the SIP plugin's register and refresh attempts;
 /// - `netres_flows_lost`: services whose flow the SIP plugin reported lost;
-/// - `netres_calls_recovered` and `netres_call_recovery` (histogram): the policy's re-INVITEs of
-///   calls after a restore or change that succeeded, and the time from the decision to each;
-/// - `netres_calls_lost`: calls the far end no longer knew (481) or that got no answer (408) to a
-///   re-INVITE; and, from ``observe(call:)``, `netres_call_events` by `state`.
+/// - from ``observe(call:)``, `netres_call_events` by `state`. The SIP plugin records its own
+///   call instruments into ``factory`` (`netres_calls_recovered`, `netres_calls_lost` by
+///   `reason`, the `netres_call_recovery` histogram, with the long buckets here).
 ///
 /// Names are swift-metrics labels with dots, written with underscores for Prometheus.
 public final class DaemonMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
     public let factory: PrometheusMetricsFactory
-    /// Registrations and calls waiting for their first success after a restore or change.
     private let recovering = Mutex<[ServiceID: ContinuousClock.Instant]>([:])
 
     public init() {
@@ -36,23 +34,20 @@ public final class DaemonMetrics: Sendable {
             (String(name.map { $0 == "." || $0 == "-" ? "_" : $0 }), labels)
         }
         let long: [Duration] = [0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300].map { .milliseconds(Int64($0 * 1000)) }
+        // Keyed by the sanitized name: the factory looks buckets up after sanitizing the label.
         factory.durationHistogramBuckets = [
-            "netres.recovery": long, "netres.path.downtime": long, "netres.call.recovery": long,
+            "netres_recovery": long, "netres_path_downtime": long, "netres_call_recovery": long,
         ]
         self.registry = registry
         self.factory = factory
         // Served from the start, empty: an operator sees the histograms before the first recovery.
         _ = timer("netres.recovery")
         _ = timer("netres.path.downtime")
-        _ = timer("netres.call.recovery")
     }
 
-    /// Counts one call event of the SIP plugin.
+    /// Counts one call event of the SIP plugin (its recoveries and losses it counts itself).
     public func observe(call event: CallEvent) {
         counter("netres.call.events", [("state", event.phase.rawValue)]).increment()
-        if event.phase == .ended, ["481", "408"].contains(event.reason ?? "") {
-            counter("netres.calls.lost", []).increment()
-        }
     }
 
     /// Counts what one manager event says; call for every event, in order.
@@ -71,35 +66,23 @@ public final class DaemonMetrics: Sendable {
             counter("netres.transitions", [("kind", kind)]).increment()
         case .decision(.network(.restored), _, let actions, let at),
             .decision(.network(.changed), _, let actions, let at):
-            let registering = actions.filter { Self.recoveries.contains($0.kind) }
+            let registering = actions.filter { $0.kind == .register || $0.kind == .refreshRegistration }
             recovering.withLock { pending in
                 for action in registering where pending[action.service] == nil { pending[action.service] = at }
             }
         case .decision(.flowLost(let ids), _, _, _):
             counter("netres.flows.lost", []).increment(by: ids.count)
-        case .action(let action) where Self.recoveries.contains(action.action.kind):
+        case .action(let action) where action.action.kind == .register || action.action.kind == .refreshRegistration:
             guard action.outcome != .started else { return }
-            let isCall = action.action.kind == .reinviteCall
-            if !isCall { counter("netres.registrations", [("outcome", action.outcome.label)]).increment() }
-            guard action.outcome == .succeeded else {
-                // A call comes and goes: a re-INVITE that ended without success leaves nothing pending.
-                if isCall, !action.outcome.isRetrying {
-                    recovering.withLock { _ = $0.removeValue(forKey: action.action.service) }
-                }
-                return
-            }
-            if isCall { counter("netres.calls.recovered", []).increment() }
+            counter("netres.registrations", [("outcome", action.outcome.label)]).increment()
+            guard action.outcome == .succeeded else { return }
             if let since = recovering.withLock({ $0.removeValue(forKey: action.action.service) }) {
-                timer(isCall ? "netres.call.recovery" : "netres.recovery")
-                    .recordNanoseconds((action.at - since).nanosecondsValue)
+                timer("netres.recovery").recordNanoseconds((action.at - since).nanosecondsValue)
             }
         default:
             break
         }
     }
-
-    /// The actions whose first success after a restore or change ends a recovery.
-    static let recoveries: Set<ActionKind> = [.register, .refreshRegistration, .reinviteCall]
 
     /// The Prometheus text exposition of everything recorded.
     public func exposition() -> [UInt8] { registry.emitToBuffer() }
@@ -110,12 +93,5 @@ public final class DaemonMetrics: Sendable {
 
     private func timer(_ label: String) -> Metrics.Timer {
         Metrics.Timer(label: label, dimensions: [], factory: factory)
-    }
-}
-
-extension ActionOutcome {
-    fileprivate var isRetrying: Bool {
-        if case .retrying = self { return true }
-        return false
     }
 }

@@ -17,11 +17,14 @@ public enum HookEnvironment {
         public var direction: String
         public var trigger: String
         public var reason: String
+        /// How long the path was lost, for a recovery or an end by the outage.
+        public var downtime: Duration?
 
         public init(
             id: String, account: String, peer: String, state: String, direction: String, trigger: String,
-            reason: String
+            reason: String, downtime: Duration? = nil
         ) {
+            self.downtime = downtime
             self.id = id
             self.account = account
             self.peer = peer
@@ -42,8 +45,8 @@ public enum HookEnvironment {
     ]
 
     /// NETRES_EVENT (`call`), NETRES_CALL_ID, NETRES_ACCOUNT, NETRES_PEER, NETRES_CALL_STATE,
-    /// NETRES_CALL_DIRECTION, NETRES_CALL_TRIGGER, NETRES_CALL_REASON and NETRES_TIME; the
-    /// transition variables empty.
+    /// NETRES_CALL_DIRECTION, NETRES_CALL_TRIGGER, NETRES_CALL_REASON, NETRES_DOWNTIME_MS (a
+    /// recovery's or an outage end's) and NETRES_TIME; the other transition variables empty.
     public static func variables(
         ofCall call: Call, at instant: ContinuousClock.Instant = .now, clock: WallClock
     ) -> [String: String] {
@@ -54,6 +57,7 @@ public enum HookEnvironment {
         ]
         for (name, value) in zip(callNames, values) { variables[name] = LogText.escaped(value, limit: 200) }
         variables["NETRES_EVENT"] = "call"
+        variables["NETRES_DOWNTIME_MS"] = call.downtime.map { String($0.nanosecondsValue / 1_000_000) } ?? ""
         variables["NETRES_TIME"] = clock.rfc3339(instant)
         return variables
     }

@@ -4,8 +4,8 @@ import Yams
 
 extension LocatedYAML {
     static let topKeys = [
-        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "flap-damping", "levels",
-        "rules", "extra-rules", "services",
+        "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "flap-damping",
+        "call-survival-budget", "levels", "rules", "extra-rules", "services",
     ]
     static let dampingKeys = ["penalty", "suppress", "reuse", "half-life", "max-suppression"]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
@@ -23,6 +23,8 @@ extension LocatedYAML {
     static let backoffInitialRange = Duration.milliseconds(100) ... .seconds(3_600)
     static let backoffMaximumRange = Duration.milliseconds(100) ... .seconds(86_400)
     static let dampingTimeRange = Duration.seconds(1) ... .seconds(3_600)
+    /// 0 keeps calls across any outage; more than a day is a typo, not a budget.
+    static let callSurvivalBudgetRange = Duration.zero ... .seconds(86_400)
 
     /// The whole file: settings, level table, rules and explain services.
     func document(_ root: Node) throws(PolicyFileError) -> PolicyDocument {
@@ -45,6 +47,9 @@ extension LocatedYAML {
                 policy.refreshMargin = try duration(node, what: "refresh-margin", in: Self.refreshMarginRange)
             case "backoff": policy.backoff = try backoff(node)
             case "flap-damping": policy.flapDamping = try flapDamping(node)
+            case "call-survival-budget":
+                policy.callSurvivalBudget = try duration(
+                    node, what: "call-survival-budget", in: Self.callSurvivalBudgetRange)
             case "levels": policy.levels = try levels(node)
             case "rules": fileRules = try rules(node, what: entry.key)
             case "extra-rules": extraRules = try rules(node, what: entry.key)

@@ -54,6 +54,8 @@ extension Policy {
                 "restore-resume", on: restore, when: awake, for: [.call(.held)], if: [.heldByInterruption],
                 do: [.resumeCall]),
             Rule("restore-reinvite", on: restore, when: awake, for: established, do: [.reinviteCall]),
+            // A call still ringing out is rung again from the new address (CANCEL + new INVITE).
+            Rule("restore-ring-again", on: restore, when: awake, for: [.call(.progressing)], do: [.reinviteCall]),
             Rule("restore-publish", on: restore, when: [.foreground], for: [.presencePublish], do: [.publishPresence]),
             Rule("restore-open-http", on: restore, when: [.foreground], for: [.http], do: [.openHTTP]),
             Rule(

@@ -14,6 +14,10 @@ public struct Policy: Sendable, Hashable {
     public var refreshMargin: Duration
     /// How repeated losses of the path, and repeated app-state changes, are damped.
     public var flapDamping: FlapDampingPolicy
+    /// A call whose path was lost longer than this is ended (BYE) when the path returns, and
+    /// reported ended by the outage with its downtime, instead of re-INVITEd; `.zero` keeps calls
+    /// across any outage. Carried to the SIP plugin by whoever builds it (`netres run` does).
+    public var callSurvivalBudget: Duration
     /// The service-level table, in file order.
     public var levels: [ServiceLevelRow]
     /// The rules, in evaluation order.
@@ -25,6 +29,7 @@ public struct Policy: Sendable, Hashable {
         wakeUpMinimumInterval: Duration = .seconds(600),
         refreshMargin: Duration = .seconds(30),
         flapDamping: FlapDampingPolicy = FlapDampingPolicy(),
+        callSurvivalBudget: Duration = .seconds(30),
         levels: [ServiceLevelRow] = Policy.defaultLevels,
         rules: [Rule] = Policy.defaultRules
     ) {
@@ -33,6 +38,7 @@ public struct Policy: Sendable, Hashable {
         self.wakeUpMinimumInterval = wakeUpMinimumInterval
         self.refreshMargin = refreshMargin
         self.flapDamping = flapDamping
+        self.callSurvivalBudget = callSurvivalBudget
         self.levels = levels
         self.rules = rules
     }

@@ -110,11 +110,13 @@ public actor ActionExecutor {
     var active: Set<ServiceID> = []
     var idleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     /// The path as the manager's rules engine last decided it (handed over in decision order by
-    /// ``networkChanged(_:network:epoch:then:)``): what plugins see in their context.
+    /// ``networkChanged(_:network:epoch:then:restoredAfter:)``): what plugins see in their context.
     var path: NetworkPath
     /// Derived from ``path``, never stored beside it.
     var pathSatisfied: Bool { path.isSatisfied }
     var network: NetworkSnapshot
+    /// The last loss of the path that ended (``networkChanged(_:network:epoch:then:restoredAfter:)``).
+    var lastPathLoss: Range<ContinuousClock.Instant>?
     var epoch = NetworkEpoch.initial
     var nextToken: UInt64 = 0
     var nextBatch: UInt64 = 0
@@ -176,8 +178,13 @@ public actor ActionExecutor {
     /// starts everything held at once, after `actions` (the restore decision) replaced what they
     /// supersede.
     public func networkChanged(
-        _ path: NetworkPath, network: NetworkSnapshot, epoch: NetworkEpoch, then actions: [PlannedAction] = []
+        _ path: NetworkPath, network: NetworkSnapshot, epoch: NetworkEpoch, then actions: [PlannedAction] = [],
+        restoredAfter downtime: Duration? = nil
     ) {
+        if let downtime {
+            let now = clock.now
+            lastPathLoss = now.adding(clamped: .zero - max(downtime, .zero))..<now
+        }
         let wasSatisfied = pathSatisfied
         self.path = path
         self.network = network

@@ -213,7 +213,8 @@ extension ResilienceManager {
             let path = rules.path
             let snapshot = await source.snapshot()
             guard !isShuttingDown else { return }
-            await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions)
+            let downtime: Duration? = if case .restored(let downtime) = item.transition?.kind { downtime } else { nil }
+            await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions, restoredAfter: downtime)
         } else {
             await executor.submit(actions, epoch: epoch)
         }

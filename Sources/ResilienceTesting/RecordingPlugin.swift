@@ -32,6 +32,8 @@ public final class RecordingPlugin: ResiliencePlugin {
         public var epoch: NetworkEpoch
         public var attempt: Int
         public var deadline: ContinuousClock.Instant
+        /// The context's `lastPathLoss`.
+        public var lastPathLoss: Range<ContinuousClock.Instant>? = nil
     }
 
     /// How one attempt ended, seen from the plugin.
@@ -141,7 +143,9 @@ public final class RecordingPlugin: ResiliencePlugin {
             if program.count > 1 { program.removeFirst() }
             state.programs[action.service] = program
             state.starts.append(
-                Attempt(action: action, epoch: context.epoch, attempt: context.attempt, deadline: context.deadline))
+                Attempt(
+                    action: action, epoch: context.epoch, attempt: context.attempt, deadline: context.deadline,
+                    lastPathLoss: context.lastPathLoss))
             var gate: UInt64?
             if behavior == .hang || behavior == .gate || behavior == .hangIgnoringCancellation {
                 state.nextGate += 1

@@ -25,5 +25,8 @@ struct OperatorCommandTests {
         for subcommand in ["watch", "status", "wait-online", "policy", "run", "ctl"] {
             #expect(result.stdout.contains(subcommand), "\(shell) completion knows \(subcommand)")
         }
+        for call in ["calls", "answer", "hangup", "resume", "interruption"] {
+            #expect(result.stdout.contains(call), "\(shell) completion knows ctl \(call)")
+        }
     }
 }

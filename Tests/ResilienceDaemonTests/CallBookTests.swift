@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import ResilienceCore
 import SIPPlugin
 import Testing
@@ -86,15 +87,41 @@ struct CallBookTests {
         }
     }
 
-    @Test func callMetricsCountEventsAndLostCalls() {
+    @Test func callEventsAreCountedBesideThePluginsCallInstruments() {
         let metrics = DaemonMetrics()
+        // The plugin records its call instruments into the daemon's registry.
+        _ = SIPPlugin(accounts: [alice], metricsFactory: metrics.factory, logger: .init(label: "metrics-test"))
         metrics.observe(call: event("c1", .active))
         metrics.observe(call: event("c1", .ended, reason: "481"))
         metrics.observe(call: event("c2", .ended, reason: "BYE"))
         let text = String(decoding: metrics.exposition(), as: UTF8.self)
         #expect(text.contains(#"netres_call_events{state="active"} 1"#))
         #expect(text.contains(#"netres_call_events{state="ended"} 2"#))
-        #expect(text.contains("netres_calls_lost 1"))
-        #expect(text.contains("netres_call_recovery_count 0"))
+        for histogram in ["netres_call_recovery", "netres_recovery", "netres_path_downtime"] {
+            #expect(text.contains("\(histogram)_bucket{le=\"300.0\"} 0"), "long buckets for \(histogram): \(text)")
+        }
+        #expect(text.contains("netres_calls_recovered 0"))
+    }
+
+    @Test func aRecoveryEventWithItsMeasurementsIsTheCallsLastRecoveryAndInItsLogLine() throws {
+        var book = CallBook()
+        book.apply(event("c4", .active), account: alice)
+        var recovered = event("c4", .active, glare: 1)
+        recovered.trigger = "network"
+        recovered.downtime = .milliseconds(3100)
+        recovered.reinviteRoundTrip = .milliseconds(40)
+        recovered.recoveryTime = .milliseconds(3200)
+        book.apply(recovered, account: alice, at: "T")
+        let last = try #require(book.calls[CallID("c4")]?.lastRecovery)
+        #expect(last.hasPrefix("recovered at T: downtime "), "\(last)")
+        #expect(last.contains("re-INVITE ") && last.contains("recovery ") && last.hasSuffix("1 glare retries"))
+        let json = CallEventLine(clock: WallClock(), json: true).render(recovered, account: alice)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["downtime_ms"] as? Int == 3100 && object["reinvite_rtt_ms"] as? Int == 40)
+        #expect(object["recovery_ms"] as? Int == 3200 && object["trigger"] as? String == "network")
+        let human = CallEventLine(clock: WallClock(), json: false).render(recovered, account: alice)
+        #expect(human.contains("trigger=network glare-retries=1 downtime="), "\(human)")
+        let plain = CallEventLine(clock: WallClock(), json: true).render(event("c4", .held), account: alice)
+        #expect(plain.contains(#""downtime_ms":null"#))
     }
 }

@@ -43,6 +43,7 @@ struct DefaultPolicyFileTests {
             backoff: {initial: 500ms, multiplier: 2, jitter: 0.1, max: 1m}
             wake-up-minimum-interval: 2m
             refresh-margin: 10s
+            call-survival-budget: 0
             flap-damping: {penalty: 500, suppress: 1200, reuse: 400, half-life: 5s, max-suppression: 20s}
             extra-rules:
               - name: close-on-loss
@@ -61,6 +62,8 @@ struct DefaultPolicyFileTests {
                 == BackoffPolicy(initial: .milliseconds(500), multiplier: 2, jitter: 0.1, maximum: .seconds(60)))
         #expect(policy.wakeUpMinimumInterval == .seconds(120))
         #expect(policy.refreshMargin == .seconds(10))
+        #expect(policy.callSurvivalBudget == .zero, "0 keeps calls across any outage")
+        #expect(Policy.default.callSurvivalBudget == .seconds(30))
         #expect(
             policy.flapDamping
                 == FlapDampingPolicy(

@@ -7,25 +7,27 @@ import Testing
 /// Services a row does not name get no action. The seed's table is checked line by line in
 /// ``levelsAreTheSeedTable(service:foreground:background:)``.
 struct DefaultPolicyTableTests {
-    // Restored: register, resubscribe all, re-INVITE established calls, publish, reopen HTTP.
+    // Restored: register, resubscribe all, re-INVITE established calls, ring a ringing outgoing
+    // call again, publish, reopen HTTP.
     static let restoredForeground =
         "reg:register self:subscribe<reg others:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
         + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg act:reinvite-call<reg held:reinvite-call<reg "
-        + "rheld:reinvite-call<reg pub:publish-presence<reg http:open-http"
+        + "rheld:reinvite-call<reg out:reinvite-call<reg pub:publish-presence<reg http:open-http"
     // Background: no others' presence, no publish, no HTTP.
     static let restoredBackground =
         "reg:register self:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
         + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg act:reinvite-call<reg held:reinvite-call<reg "
-        + "rheld:reinvite-call<reg"
+        + "rheld:reinvite-call<reg out:reinvite-call<reg"
     // A new address: close stale transports, register the new Contact, then drop the old one.
     static let newAddressForeground =
         "reg:close-stale-transports reg:register reg:unregister-old-contact self:subscribe<reg others:subscribe<reg "
         + "regev:subscribe<reg dialog:subscribe<reg mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg "
-        + "act:reinvite-call<reg held:reinvite-call<reg rheld:reinvite-call<reg pub:publish-presence<reg http:open-http"
+        + "act:reinvite-call<reg held:reinvite-call<reg rheld:reinvite-call<reg out:reinvite-call<reg "
+        + "pub:publish-presence<reg http:open-http"
     static let newAddressBackground =
         "reg:close-stale-transports reg:register reg:unregister-old-contact self:subscribe<reg "
         + "regev:subscribe<reg dialog:subscribe<reg mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg "
-        + "act:reinvite-call<reg held:reinvite-call<reg rheld:reinvite-call<reg"
+        + "act:reinvite-call<reg held:reinvite-call<reg rheld:reinvite-call<reg out:reinvite-call<reg"
     // Everything is expired in the fixture, so "stale" selects every registration and subscription.
     static let refreshAllForeground =
         "reg:refresh-registration self:refresh-subscription<reg others:refresh-subscription<reg "

@@ -124,6 +124,12 @@ struct PolicyFileErrorTests {
             name: "refresh margin of 1000h", yaml: "refresh-margin: 1000h\n", code: .invalidValue, line: 1, column: 17),
         Case(name: "refresh margin of zero", yaml: "refresh-margin: 0\n", code: .invalidValue, line: 1, column: 17),
         Case(
+            name: "call survival budget over a day", yaml: "call-survival-budget: 25h\n", code: .invalidValue, line: 1,
+            column: 23),
+        Case(
+            name: "call survival budget without a unit", yaml: "call-survival-budget: 30\n", code: .wrongType,
+            line: 1, column: 23),
+        Case(
             name: "backoff initial of zero", yaml: "backoff: {initial: 0s}\n", code: .invalidValue, line: 1, column: 20),
         Case(name: "backoff max of a year", yaml: "backoff: {max: 8760h}\n", code: .invalidValue, line: 1, column: 16),
         Case(

@@ -156,6 +156,22 @@ struct ActionExecutorTests {
         #expect(succeeded.allSatisfy { $0.at == restoredAt && $0.attempt == 2 })
     }
 
+    @Test func aRestoreHandsPluginsTheLastLossOfThePath() async throws {
+        let (executor, events) = makeExecutor()
+        await executor.submit([planned(.register, "before")], epoch: .initial)
+        try await events.wait { $0.isSucceeded }
+        await executor.networkChanged(lostPath, network: .empty, epoch: NetworkEpoch(rawValue: 1))
+        clock.advance(by: .seconds(45))
+        let restoredAt = clock.now
+        await executor.networkChanged(
+            upPath, network: .empty, epoch: NetworkEpoch(rawValue: 1), then: [planned(.reinviteCall, "call")],
+            restoredAfter: .seconds(47))
+        try await events.wait(count: 2) { $0.isSucceeded }
+        #expect(plugin.starts.first?.lastPathLoss == nil, "no loss before the first action")
+        // The downtime counts from when the path went (the hold-down included), not from the report.
+        #expect(plugin.starts.last?.lastPathLoss == (restoredAt - .seconds(47))..<restoredAt)
+    }
+
     @Test func aLossStopsAScheduledRetryAndTheRestoreStartsItWithBackoffReset() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.fail(PluginError("503")), .fail(PluginError("503")), .succeed], for: "reg")

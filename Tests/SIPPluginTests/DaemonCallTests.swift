@@ -33,7 +33,9 @@ extension DaemonKamailioTests {
     }
 
     /// Kamailio, a registered daemon, the body, then shutdown and cleanup whatever happens.
-    func withCallDaemon(_ body: (KamailioHarness, CallDaemon) async throws -> Void) async throws {
+    func withCallDaemon(
+        incomingCalls: String = "ring", _ body: (KamailioHarness, CallDaemon) async throws -> Void
+    ) async throws {
         let kamailio = try await offPool { try KamailioHarness() }
         let directory = "/tmp/netres-calls-\(UInt32.random(in: 0...UInt32.max))"
         defer {
@@ -60,7 +62,7 @@ extension DaemonKamailioTests {
         \(accountsEntry(user, kamailio))
             password-file: pw
             expires: 300
-            incoming-calls: ring
+            incoming-calls: \(incomingCalls)
         """.write(toFile: directory + "/netres.yaml", atomically: true, encoding: .utf8)
         let (daemon, group, task, lines) = try await startDaemon(configPath: directory + "/netres.yaml")
         let running = CallDaemon(user: user, socket: directory + "/ctl.sock", records: records, lines: lines)
@@ -162,6 +164,27 @@ extension DaemonKamailioTests {
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("BYE") == 1, "sipp took the daemon's BYE (its scenario sends none)")
             #expect(try await eventually { running.recorded().contains { $0.hasPrefix("ended incoming ") } })
+        }
+    }
+
+    @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
+    func anAccountWithIncomingCallsAnswerAnswersAtOnce() async throws {
+        try await withCallDaemon(incomingCalls: "answer") { kamailio, running in
+            let sipp = try SIPpHarness(
+                scenario: "uac-daemon-incoming", arguments: ["-s", running.user, "127.0.0.1:\(kamailio.port)"])
+            defer { sipp.stop() }
+            // Nobody runs `ctl answer`: the account's setting answers (the scenario waits for the 200).
+            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            let call = try #require(try await calls(running).first)
+            #expect((call["media_address"] as? String)?.hasPrefix("127.0.0.1:") == true, "echo media bound")
+            let id = try #require(call["id"] as? String)
+            #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
+            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            let states = running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
+            #expect(try await eventually { running.recorded().count == 3 }, "\(states)")
+            #expect(
+                running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
+                    == ["incoming", "active", "ended"])
         }
     }
 }

@@ -87,6 +87,16 @@ struct InviteClientTransactionTests {
         #expect(run.others.count == 1, "100 Trying is not passed up")
     }
 
+    @Test func aFirst100IsPassedUpOnceSoTheTUMayCancel() {
+        var run = Run()
+        run.receive(Self.response(100))
+        run.receive(Self.response(100))
+        #expect(run.others == [.provisional(Self.response(100))], "only the first 100 goes up")
+        #expect(run.machine.state == .proceeding)
+        run.advance(to: .seconds(40))
+        #expect(run.sends == [.zero], "no INVITE retransmission and no timer B after the 100")
+    }
+
     @Test func aNon2xxIsAckedInsideTheTransactionWithItsBranchAndTheResponsesToTag() throws {
         var run = Run()
         run.receive(Self.response(486, tag: "busy"))

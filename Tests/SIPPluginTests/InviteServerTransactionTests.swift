@@ -94,12 +94,15 @@ struct InviteServerTransactionTests {
 
     @Test func withoutAnAckTimerHEndsTheTransactionAfterTenRetransmissions() async throws {
         let lab = Lab()
+        let unacknowledged = Mutex<[SIPMessage]>([])
+        lab.table.onAckTimeout { invite in unacknowledged.withLock { $0.append(invite) } }
         let transaction = try #require(lab.receive(Self.invite()).opened)
         transaction.respond(Self.invite().makeResponse(status: 603, reason: "Decline", toTag: "me"), at: lab.clock.now)
         // G at 0.5, 1.5, 3.5, 7.5, then every T2 = 4 s: 11.5 ... 31.5; H at 32 s.
         for _ in 0..<11 { await lab.fireNext(sleepers: 2) }
         #expect(await lab.eventually { lab.table.count == 0 })
         #expect(lab.statuses == [100] + Array(repeating: 603, count: 11))
+        #expect(unacknowledged.withLock { $0 } == [Self.invite()], "timer H is reported once, with the INVITE")
         #expect(lab.receive(Self.invite()).opened != nil, "after timer H the branch is new again")
         await lab.finish()
     }

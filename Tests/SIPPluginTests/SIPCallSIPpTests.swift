@@ -16,11 +16,11 @@ import Testing
 )
 struct SIPCallSIPpTests {
     /// An agent whose flow goes to sipp (sipp is the outbound proxy and the far end at once).
-    func agent(for sipp: SIPpHarness, user: String) -> SIPUserAgent {
+    func agent(for sipp: SIPpHarness, user: String, timers: SIPTimers = SIPTimers()) -> SIPUserAgent {
         let account = SIPAccount(
             name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
             password: "secret-\(user)")
-        return SIPUserAgent(account: account, logger: testLogger(user))
+        return SIPUserAgent(account: account, timers: timers, logger: testLogger(user))
     }
 
     func withSIPp(_ scenario: String, _ body: (SIPpHarness) async throws -> Void) async throws {
@@ -145,16 +145,23 @@ struct SIPCallSIPpTests {
         }
     }
 
+    /// Places a call to sipp and hangs it up once it rings; placing it must then fail (a call
+    /// hung up is not returned as placed) and sipp's scenario must end well.
+    func hangUpWhileRinging(_ sipp: SIPpHarness) async throws -> (SIPUserAgent, Recorder) {
+        let agent = agent(for: sipp, user: uniqueUser("caller"))
+        let recorder = Recorder(agent)
+        let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
+        let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+        let call = try #require(ringing?.call)
+        try await agent.hangUp(call, path: loopbackPath())
+        await #expect(throws: PluginError.self) { try await placing.value }
+        #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+        return (agent, recorder)
+    }
+
     @Test func hangingUpWhileRingingCancelsTheInvite() async throws {
         try await withSIPp("uas-cancel") { sipp in
-            let agent = agent(for: sipp, user: uniqueUser("caller"))
-            let recorder = Recorder(agent)
-            let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
-            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
-            let call = try #require(ringing?.call)
-            try await agent.hangUp(call, path: loopbackPath())
-            await #expect(throws: PluginError.self) { try await placing.value }
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            let (agent, recorder) = try await hangUpWhileRinging(sipp)
             #expect(recorder.events.map(\.phase) == [.outgoing, .outgoing, .ended])
             #expect(recorder.events.last?.reason == "CANCEL")
             #expect(sipp.received("CANCEL") == 1)

@@ -82,11 +82,12 @@ struct SIPCallServiceTests {
     /// A registered account of a plugin whose flow goes through the test registrar (Kamailio
     /// record-routes and relays the INVITE to sipp), and a far end running `scenario`.
     func withProxiedCall(
-        _ scenario: String, _ body: (KamailioHarness, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
+        _ scenario: String, calls: Int = 1,
+        _ body: (KamailioHarness, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
     ) async throws {
         let kamailio = try KamailioHarness()
         defer { kamailio.stop() }
-        let sipp = try SIPpHarness(scenario: scenario)
+        let sipp = try SIPpHarness(scenario: scenario, calls: calls)
         defer { sipp.stop() }
         let user = uniqueUser("mover")
         let account = SIPAccount(

@@ -29,7 +29,7 @@ struct SIPCallTests {
         return SIPCall(
             id: CallID("c"), isOutgoing: true, peer: "sip:far@198.18.0.9",
             dialogID: Dialog.ID(callID: "x", localTag: "l"),
-            offerAnswer: offerAnswer, media: RTPEchoSession(), phase: .active)
+            offerAnswer: offerAnswer, media: RTPEchoSession(), phase: .active, createdAt: .now)
     }
 
     /// The far end's offered direction, why we hold, and the phase that makes.

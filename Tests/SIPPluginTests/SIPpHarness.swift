@@ -20,10 +20,14 @@ final class SIPpHarness: Sendable {
             .appendingPathComponent("Resources/sipp/\(name).xml").path
     }
 
-    /// Starts `sipp -sf SCENARIO` in server mode on a free port for one call; the scenario's own
-    /// timeouts and `-timeout 40s` bound its life. `arguments` go last (a client scenario's
-    /// remote host, `-s USER`).
-    init(scenario name: String, arguments: [String] = []) throws {
+    /// Starts `sipp -sf SCENARIO` in server mode on a free port for `calls` calls (sipp tells
+    /// calls apart by Call-ID); the scenario's own timeouts and `-timeout 40s` bound its life.
+    /// `arguments` go last (a client scenario's remote host, `-s USER`).
+    ///
+    /// sipp answers a call to the address it first heard that Call-ID from: a test whose agent
+    /// moves to a new address must reach sipp through the registrar (Kamailio), whose replies
+    /// follow the Via.
+    init(scenario name: String, calls: Int = 1, arguments: [String] = []) throws {
         guard let executable = Self.executable else { throw HarnessError("sipp is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-sipp-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -33,10 +37,23 @@ final class SIPpHarness: Sendable {
         child = try ChildProcess(
             [
                 executable, "-sf", Self.scenario(name), "-i", "127.0.0.1", "-p", "\(port)", "-mp", "\(mediaPort)",
-                "-m", "1", "-timeout", "40s", "-timeout_error", "-trace_msg", "-message_file", messages,
+                "-m", "\(calls)", "-timeout", "40s", "-timeout_error", "-trace_msg", "-message_file", messages,
                 "-trace_err", "-error_file", directory.appendingPathComponent("errors.log").path,
             ] + arguments, output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
-        Thread.sleep(forTimeInterval: 0.3)  // sipp binds its port before reading the scenario's first recv
+        // sipp binds its port only after parsing the scenario: on a loaded machine that takes
+        // longer than any fixed pause, and a request sent before it draws ICMP port unreachable.
+        Self.waitUntilBound(port: port, within: 5)
+    }
+
+    /// Polls `/proc/net/udp` (bounded: `seconds`) until a socket is bound to 127.0.0.1:`port`.
+    static func waitUntilBound(port: Int, within seconds: Double) {
+        let local = String(format: "0100007F:%04X", port)
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
+            if table.contains(" \(local) ") { return }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
     }
 
     var messagesPath: String { directory.appendingPathComponent("messages.log").path }

@@ -2,7 +2,8 @@ internal import ResilienceCore
 
 /// What the transaction user of an INVITE client transaction hears, in order.
 enum InviteClientEvent: Hashable, Sendable {
-    /// 101–199 (ringing, session progress); 100 Trying stays in the transaction.
+    /// 101–199 (ringing, session progress), and a 100 Trying when it is the first provisional
+    /// (later ones stay in the transaction): from the first, the TU may CANCEL (§9.1).
     case provisional(SIPMessage)
     /// The first 2xx: confirm the dialog and send the ACK end to end
     /// (``SIPMessage/ackFor2xx(invite:response:routeSet:remoteTarget:via:)``).

@@ -7,6 +7,8 @@
 ///   only in Calling over an unreliable transport; A's interval doubles from T1 without a cap.
 /// - Timer B (64×T1) ends the transaction with ``Action/fail(_:)`` only while still Calling;
 ///   a provisional response moves it to Proceeding, where it waits for the TU (CANCEL) instead.
+///   Every provisional but 100 is passed up; a 100 only when it is the first (the TU may send
+///   a CANCEL only after a provisional, RFC 3261 §9.1).
 /// - A final non-2xx response is passed up once (``Action/rejected(_:)``) and ACKed from here
 ///   (same branch, To tag from the response); each retransmission of it is ACKed again and not
 ///   passed up; timer D (64×T1 over UDP, zero over a stream) ends the Completed state.
@@ -93,8 +95,11 @@ struct InviteClientTransaction {
         guard let status = response.status, (100...699).contains(status) else { return [] }
         switch (state, status) {
         case (.calling, 100..<200), (.proceeding, 100..<200):
+            // The first provisional goes up even when it is a 100: from then on the TU may
+            // CANCEL (§9.1). A later 100 adds nothing.
+            let first = state == .calling
             state = .proceeding
-            return status == 100 ? [] : [.provisional(response)]
+            return status == 100 && !first ? [] : [.provisional(response)]
         case (.calling, 200..<300), (.proceeding, 200..<300):
             state = .accepted
             return [.answered(response), .arm(.m, at: now + timers.transactionTimeout)]

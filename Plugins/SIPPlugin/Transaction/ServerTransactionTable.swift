@@ -12,7 +12,8 @@ internal import Synchronization
 /// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
 /// as sleeps on the lent clock and are removed when they terminate; at most ``capacity``
 /// transactions are held: when full, finished ones are dropped first, and a request that still
-/// finds no room is refused (not delivered).
+/// finds no room is refused (not delivered). Timer H (a non-2xx final never ACKed) is never
+/// silent: the handler set with ``onAckTimeout(_:)`` hears the INVITE once.
 final class ServerTransactionTable: Sendable {
     struct Key: Hashable, Sendable {
         var branch: String
@@ -58,6 +59,8 @@ final class ServerTransactionTable: Sendable {
     static let capacity = 512
 
     private let entries = Mutex<[Key: Entry]>([:])
+    /// Told the INVITE whose non-2xx final timer H gave up on (the peer is gone, §17.2.1).
+    private let ackTimeoutHandler = Mutex<(@Sendable (SIPMessage) -> Void)?>(nil)
     let timers: SIPTimers
     /// Where INVITE transactions' timers sleep (the agent's lent clock).
     let clock: any RuntimeClock
@@ -65,6 +68,12 @@ final class ServerTransactionTable: Sendable {
     init(timers: SIPTimers, clock: any RuntimeClock = ContinuousClock()) {
         self.timers = timers
         self.clock = clock
+    }
+
+    /// Sets who hears an INVITE whose non-2xx final was never ACKed (timer H); the call layer
+    /// reports that call lost.
+    func onAckTimeout(_ handler: @escaping @Sendable (SIPMessage) -> Void) {
+        ackTimeoutHandler.withLock { $0 = handler }
     }
 
     /// Matches `request` (not an ACK) to a transaction or opens one; a new INVITE is answered
@@ -95,7 +104,7 @@ final class ServerTransactionTable: Sendable {
             }
             return .new(ServerTransaction(key: key, table: self))
         }
-        perform(started, for: key, reply: reply)
+        perform(started, for: key, invite: request, reply: reply)
         return arrival
     }
 
@@ -119,7 +128,7 @@ final class ServerTransactionTable: Sendable {
             }
         }
         guard let (actions, entry) = outcome else { return false }
-        perform(actions, for: key, reply: entry.reply)
+        perform(actions, for: key, entry: entry)
         return actions.contains { $0.sent != nil }
     }
 
@@ -136,7 +145,7 @@ final class ServerTransactionTable: Sendable {
             return (actions, entry)
         }
         guard let (actions, entry) = outcome else { return .forTransactionUser }
-        perform(actions, for: key, reply: entry.reply)
+        perform(actions, for: key, entry: entry)
         return .absorbed
     }
 
@@ -159,7 +168,7 @@ final class ServerTransactionTable: Sendable {
             return (actions, entry, transaction.toTag)
         }
         guard let (actions, entry, toTag) = outcome else { return nil }
-        perform(actions, for: key, reply: entry.reply)
+        perform(actions, for: key, entry: entry)
         return CancelMatch(toTag: toTag)
     }
 
@@ -179,9 +188,18 @@ final class ServerTransactionTable: Sendable {
         }
     }
 
-    /// Sends, arms (a sleep on ``clock`` per timer) and forgets as an INVITE transaction says.
+    private func perform(_ actions: [InviteServerTransaction.Action], for key: Key, entry: Entry) {
+        guard case .invite(let transaction) = entry.machine else {
+            return perform(actions, for: key, invite: nil, reply: entry.reply)
+        }
+        perform(actions, for: key, invite: transaction.invite, reply: entry.reply)
+    }
+
+    /// Sends, arms (a sleep on ``clock`` per timer), reports timer H and forgets as an INVITE
+    /// transaction says.
     private func perform(
-        _ actions: [InviteServerTransaction.Action], for key: Key, reply: @Sendable (SIPMessage) -> Void
+        _ actions: [InviteServerTransaction.Action], for key: Key, invite: SIPMessage?,
+        reply: @Sendable (SIPMessage) -> Void
     ) {
         for action in actions {
             switch action {
@@ -192,7 +210,8 @@ final class ServerTransactionTable: Sendable {
                     guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
                     self?.fire(timer, for: key)
                 }
-            case .ackTimedOut: break
+            case .ackTimedOut:
+                if let invite, let handler = ackTimeoutHandler.withLock({ $0 }) { handler(invite) }
             case .terminated: forget(key)
             }
         }
@@ -208,7 +227,7 @@ final class ServerTransactionTable: Sendable {
             return (actions, entry)
         }
         guard let (actions, entry) = outcome else { return }
-        perform(actions, for: key, reply: entry.reply)
+        perform(actions, for: key, entry: entry)
     }
 
     /// The matching key of a request other than ACK (nil for an ACK: it opens nothing).

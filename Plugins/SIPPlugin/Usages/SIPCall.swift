@@ -34,7 +34,9 @@ public enum HoldReason: String, Hashable, Sendable, CaseIterable {
 public struct CallEvent: Hashable, Sendable {
     public var call: CallID
     public var phase: CallPhase
-    /// What caused it: `"api"`, `"remote"` (a request or response from the far end), `"timeout"`.
+    /// What caused it: `"api"`, `"remote"` (a request or response from the far end), `"timeout"`,
+    /// `"network"` (a re-INVITE after the path was restored or changed: a recovery), `"outage"`
+    /// (ended on return because the path was lost longer than the call survival budget).
     public var trigger: String
     /// The far end's URI (From of an incoming call, Request-URI of an outgoing one).
     public var peer: String
@@ -44,13 +46,25 @@ public struct CallEvent: Hashable, Sendable {
     public var glareRetries: Int
     /// Who placed the call.
     public var direction: CallDirection
+    /// For a recovery or an end by the outage: how long the path was lost.
+    public var downtime: Duration?
+    /// For a re-INVITE answered: its transaction's round trip (send to final response, the
+    /// last attempt after any glare retries).
+    public var reinviteRoundTrip: Duration?
+    /// For a recovery: from the path's return (or the action's start, for a change without a
+    /// loss) to the far end's 2xx.
+    public var recoveryTime: Duration?
 
     public init(
         call: CallID, phase: CallPhase, trigger: String, peer: String, reason: String? = nil, glareRetries: Int = 0,
-        direction: CallDirection
+        direction: CallDirection, downtime: Duration? = nil, reinviteRoundTrip: Duration? = nil,
+        recoveryTime: Duration? = nil
     ) {
         self.call = call
         self.direction = direction
+        self.downtime = downtime
+        self.reinviteRoundTrip = reinviteRoundTrip
+        self.recoveryTime = recoveryTime
         self.phase = phase
         self.trigger = trigger
         self.peer = peer
@@ -80,6 +94,25 @@ struct SIPCall {
     var outgoingInvite: SIPMessage?
     /// Our 2xx to an INVITE waiting for its ACK (CSeq number); nil when none.
     var awaitingAck: UInt32?
+    /// A provisional response (100 included) arrived for `outgoingInvite`: only then may it be
+    /// CANCELled (RFC 3261 §9.1).
+    var heardProvisional = false
+    /// When the call was created, on the agent's clock; with `survivedUntil`, which losses of
+    /// the path it lived through (``CallSurvival``).
+    var createdAt: ContinuousClock.Instant
+    /// The end of the last path loss this call was checked against (recovered or ended).
+    var survivedUntil: ContinuousClock.Instant?
+    /// A ringing outgoing call whose flow went: the new path's flow to ring again from.
+    var restartFlow: SIPTransport?
+    /// The far end listed UPDATE in the `Allow` of its last INVITE or 2xx (RFC 3311 §5.1).
+    var peerAllowsUpdate = false
+
+    /// Takes in the `Allow` of a message from the far end; one without `Allow` changes nothing.
+    mutating func notePeerAllow(_ message: SIPMessage) {
+        let allowed = message.headers.listValues("Allow")
+        guard !allowed.isEmpty else { return }
+        peerAllowsUpdate = allowed.contains { $0.trimmingSIPWhitespace().uppercased() == "UPDATE" }
+    }
 
     /// The phase a confirmed call is in, from who holds it.
     var confirmedPhase: CallPhase {
@@ -118,4 +151,34 @@ extension CallPhase {
 extension SIPAccount {
     /// The service id a call of this account is reported under.
     public func callService(_ call: CallID) -> ServiceID { ServiceID("\(name).call.\(call.rawValue)") }
+}
+
+/// The call survival budget (policy `call-survival-budget`) as a pure rule: a call that lived
+/// through a loss of the path longer than the budget is ended on the path's return instead of
+/// recovered. Time is passed in.
+///
+/// Invariants: a zero budget never ends a call; a loss is judged once per call (a loss that
+/// ended at or before `survivedUntil`, or before the call existed, is not this call's); the
+/// downtime counted is the part of the loss the call was alive for.
+enum CallSurvival {
+    /// The downtime that exceeded `budget`, or nil when the call survives (or the loss is not
+    /// news to it).
+    static func exceeded(
+        loss: Range<ContinuousClock.Instant>?, createdAt: ContinuousClock.Instant,
+        survivedUntil: ContinuousClock.Instant?, budget: Duration
+    ) -> Duration? {
+        guard let downtime = downtime(of: loss, createdAt: createdAt, survivedUntil: survivedUntil),
+            budget > .zero, downtime > budget
+        else { return nil }
+        return downtime
+    }
+
+    /// The part of `loss` the call lived through, when that loss is news to it.
+    static func downtime(
+        of loss: Range<ContinuousClock.Instant>?, createdAt: ContinuousClock.Instant,
+        survivedUntil: ContinuousClock.Instant?
+    ) -> Duration? {
+        guard let loss, loss.upperBound > createdAt, loss.upperBound > (survivedUntil ?? createdAt) else { return nil }
+        return loss.upperBound - max(loss.lowerBound, createdAt)
+    }
 }

@@ -23,7 +23,8 @@ extension SIPUserAgent {
         }
         calls[id] = SIPCall(
             id: id, isOutgoing: true, peer: target, dialogID: dialog.id,
-            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media, phase: .outgoing)
+            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media, phase: .outgoing,
+            createdAt: clock.now)
         report(id, trigger: "api")
         do {
             try await sendInvite(id, over: flow, hold: false)
@@ -88,34 +89,22 @@ extension SIPUserAgent {
         }
         let flow = try await flow(for: path)
         guard call.dialogID.remoteTag != nil else {
-            // Still ringing out: CANCEL it (§9.1); the INVITE's 487 then ends nothing more.
-            end(id, trigger: "api", reason: "CANCEL")
-            if let invite = call.outgoingInvite { try await sendCancel(of: invite, over: flow) }
+            try await hangUpRingingOut(id, call: call, flow: flow)
             return
         }
+        try await bye(id, call: call, flow: flow, trigger: "api", reason: "BYE")
+    }
+
+    /// Ends a confirmed call with BYE: reported ended at once (with `downtime` when the outage
+    /// ended it), then the BYE's transaction runs.
+    func bye(
+        _ id: CallID, call: SIPCall, flow: SIPTransport, trigger: String, reason: String, downtime: Duration? = nil
+    ) async throws {
         let request = inDialogRequest("BYE", call: call, flow: flow)
         // The dialog leaves the table with the call; the BYE's CSeq continues from its copy.
         guard var dialog = dialogs[call.dialogID] else { return }
-        end(id, trigger: "api", reason: "BYE")
+        end(id, trigger: trigger, reason: reason, downtime: downtime)
         _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) { dialog.nextLocalCSeq() }
-    }
-
-    /// CANCEL for an INVITE still without a final response (§9.1): the INVITE's Request-URI,
-    /// top Via (same branch), Route, From, To and Call-ID, its CSeq number with method CANCEL.
-    private func sendCancel(of invite: SIPMessage, over flow: SIPTransport) async throws {
-        var cancel = SIPMessage.request("CANCEL", uri: invite.requestURI ?? "")
-        if let via = invite.headers["Via"] { cancel.headers.add("Via", via) }
-        for name in ["Max-Forwards", "From", "To", "Call-ID"] {
-            if let value = invite.headers[name] { cancel.headers.add(name, value) }
-        }
-        for route in invite.headers.values("Route") { cancel.headers.add("Route", route) }
-        cancel.headers.add("CSeq", "\(invite.cseq?.number ?? 1) CANCEL")
-        do {
-            _ = try await runNonInviteTransaction(cancel, over: flow, table: table, timers: timers, clock: clock)
-        } catch {
-            throw PluginError(
-                "no answer to the CANCEL of \(invite.headers["Call-ID"].map { LogText.escaped($0, limit: 64) } ?? "?")")
-        }
     }
 
     /// A request in the call's dialog (§12.2.1.1): Request-URI the remote target, Route the
@@ -135,31 +124,23 @@ extension SIPUserAgent {
     /// Sends an INVITE (initial or re-INVITE) with an offer and waits for its final answer:
     /// digest challenges answered, 491 retried after ``GlareWait``, 481/408 to a re-INVITE end
     /// the call (reported lost, no BYE), any other failure rolls the offer back (RFC 6141).
-    func sendInvite(_ id: CallID, over flow: SIPTransport, hold: Bool) async throws {
+    /// A `recovery` re-INVITE's answer is reported with trigger `network` and its timings.
+    func sendInvite(_ id: CallID, over flow: SIPTransport, hold: Bool, recovery: CallRecovery? = nil) async throws {
         guard calls[id]?.inviteInFlight == false else {
             throw PluginError("an INVITE transaction is already running in call \(id)")
         }
         calls[id]?.inviteInFlight = true
         defer { calls[id]?.inviteInFlight = false }
+        var flow = flow
         var glareRetries = 0
         var challenges = 0
+        var restarts = 0
         var generator = SystemRandomNumberGenerator()
         while true {
-            guard var call = calls[id] else { throw CancellationError() }
+            let (call, offer) = try await makeOffer(id, over: flow, hold: hold)
             let isReinvite = call.dialogID.remoteTag != nil
-            let sections = try await call.media.describe(
-                localAddress: flow.localHost, direction: hold ? .sendonly : .sendrecv, answering: nil)
-            guard let current = calls[id] else { throw CancellationError() }
-            call = current
-            let offer: SessionDescription
-            do {
-                offer = try call.offerAnswer.offer(address: flow.localHost, media: sections, hold: hold)
-            } catch {
-                throw PluginError("call \(id): \(error)")
-            }
-            calls[id] = call
             var invite = inDialogRequest("INVITE", call: call, flow: flow)
-            let cseq = dialogs.modify(call.dialogID) { _ = $0.nextLocalCSeq() }.flatMap { dialogs[$0]?.localCSeq } ?? 1
+            let cseq = nextCSeq(in: call.dialogID)
             invite.headers.set("CSeq", "\(cseq) INVITE")
             invite.headers.add("Allow", Self.allowedMethods)
             invite.headers.add("Content-Type", "application/sdp")
@@ -175,17 +156,32 @@ extension SIPUserAgent {
             }
             request.body = invite.body
             calls[id]?.outgoingInvite = request
+            let sentAt = clock.now
             let final = await runInvite(request, call: id, over: flow)
             calls[id]?.outgoingInvite = nil
             guard let response = final else {
                 calls[id]?.offerAnswer.rollback()
                 if isReinvite { throw PluginError("no answer to the re-INVITE of call \(id)") }
+                if restarts < Self.maximumEarlyRestarts, let next = await flowForEarlyRestart(id, lost: flow) {
+                    restarts += 1
+                    restartEarly(id, abandoning: request, over: next)
+                    flow = next
+                    continue
+                }
                 end(id, trigger: "timeout", reason: "408")
                 throw PluginError("no answer to the INVITE of call \(id)")
             }
             let status = response.status ?? 0
             if (200..<300).contains(status) {
-                try await answered(id, response: response, glareRetries: glareRetries, trigger: "remote")
+                // Hung up while ringing: the 2xx crossed our CANCEL and was ACKed and BYEd.
+                guard calls[id] != nil else { throw PluginError.permanent("call \(id) was hung up before the answer") }
+                let now = clock.now
+                let event = CallEvent(
+                    call: id, phase: .active, trigger: recovery == nil ? "remote" : "network", peer: call.peer,
+                    glareRetries: glareRetries, direction: call.isOutgoing ? .outgoing : .incoming,
+                    downtime: recovery?.downtime, reinviteRoundTrip: isReinvite ? now - sentAt : nil,
+                    recoveryTime: recovery.map { now - $0.since })
+                try await answered(id, response: response, reporting: event)
                 return
             }
             calls[id]?.offerAnswer.rollback()
@@ -196,7 +192,7 @@ extension SIPUserAgent {
                 guard let challenge = DigestChallenge.best(of: response.headers.values(name)) else {
                     throw Self.failure(response, "INVITE")
                 }
-                auth = AuthState(challenge: challenge, isProxy: status == 407)
+                callAuth = AuthState(challenge: challenge, isProxy: status == 407)
             case 491 where isReinvite && glareRetries < GlareWait.maximumRetries:
                 glareRetries += 1
                 let wait = GlareWait.duration(ownsCallID: call.isOutgoing, using: &generator)
@@ -212,6 +208,23 @@ extension SIPUserAgent {
         }
     }
 
+    /// Our next offer in the call (new `o=` version, `c=`/`m=` on the flow's address, held or
+    /// not), taken by the call's offer/answer state; the call as it stands after.
+    func makeOffer(_ id: CallID, over flow: SIPTransport, hold: Bool) async throws -> (SIPCall, SessionDescription) {
+        guard let before = calls[id] else { throw CancellationError() }
+        let sections = try await before.media.describe(
+            localAddress: flow.localHost, direction: hold ? .sendonly : .sendrecv, answering: nil)
+        guard var call = calls[id] else { throw CancellationError() }
+        let offer: SessionDescription
+        do {
+            offer = try call.offerAnswer.offer(address: flow.localHost, media: sections, hold: hold)
+        } catch {
+            throw PluginError("call \(id): \(error)")
+        }
+        calls[id] = call
+        return (call, offer)
+    }
+
     /// Runs one INVITE client transaction and returns its final response (nil: none came).
     /// A 2xx is ACKed at once; the transaction keeps running in the background for timer M,
     /// and every retransmitted 2xx is ACKed again.
@@ -222,9 +235,11 @@ extension SIPUserAgent {
             await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
         }
         var iterator = events.makeAsyncIterator()
+        defer { cancelling[id] = nil }
         while let event = await iterator.next() {
             switch event {
             case .provisional(let response):
+                provisionalArrived(id)
                 if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
                 let ack = ackFor(invite, response: response, call: id, flow: flow)
@@ -233,6 +248,9 @@ extension SIPUserAgent {
                     while let later = await iterator.next() {
                         if case .answeredAgain = later { try? await flow.send(ack) }
                     }
+                }
+                if calls[id] == nil, cancelling[id] != nil {
+                    Task { await self.byeAfterCancel(invite: invite, answer: response, over: flow) }
                 }
                 return response
             case .rejected(let response): return response
@@ -243,21 +261,30 @@ extension SIPUserAgent {
         return nil
     }
 
+    /// The ACK for a 2xx to `invite`: to the confirmed dialog's target and route set, or (a
+    /// first 2xx, or one to a call hung up meanwhile) to the response's Contact and Record-Route.
     private func ackFor(_ invite: SIPMessage, response: SIPMessage, call id: CallID, flow: SIPTransport) -> SIPMessage {
-        guard let call = calls[id] else { return invite }
-        var routeSet = dialogs[call.dialogID]?.routeSet ?? []
-        var target = dialogs[call.dialogID]?.remoteTarget
-        if call.dialogID.remoteTag == nil {
-            routeSet = response.headers.listValues("Record-Route").reversed()
-            target = response.headers.listValues("Contact").first.map(extractURI)
+        var (routeSet, target) = Self.routeFromAnswer(response)
+        if let call = calls[id], call.dialogID.remoteTag != nil, let dialog = dialogs[call.dialogID] {
+            (routeSet, target) = (dialog.routeSet, dialog.remoteTarget)
         }
         return SIPMessage.ackFor2xx(
-            invite: invite, response: response, routeSet: routeSet, remoteTarget: target ?? call.peer,
+            invite: invite, response: response, routeSet: routeSet,
+            remoteTarget: target ?? invite.requestURI ?? calls[id]?.peer ?? "",
             via: "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
     }
 
-    /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session.
-    private func answered(_ id: CallID, response: SIPMessage, glareRetries: Int, trigger: String) async throws {
+    /// The route set (Record-Route reversed) and remote target (Contact) a 2xx gives its UAC (§12.1.2).
+    static func routeFromAnswer(_ response: SIPMessage) -> (routeSet: [String], target: String?) {
+        (
+            response.headers.listValues("Record-Route").reversed(),
+            response.headers.listValues("Contact").first.map(extractURI)
+        )
+    }
+
+    /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session,
+    /// and publishes `event` with the call's new phase.
+    func answered(_ id: CallID, response: SIPMessage, reporting event: CallEvent) async throws {
         guard var call = calls[id] else { return }
         let toTag = response.tag(in: "To")
         if let newID = dialogs.modify(
@@ -280,9 +307,12 @@ extension SIPUserAgent {
             return
         }
         call.phase = call.confirmedPhase
+        call.notePeerAllow(response)
         calls[id] = call
         if let negotiated { try? await call.media.negotiated(negotiated) }
-        report(id, trigger: trigger, glareRetries: glareRetries)
+        var event = event
+        event.phase = call.phase
+        publish(event)
     }
 
     /// Publishes the call's current phase.
@@ -296,38 +326,13 @@ extension SIPUserAgent {
     }
 
     /// To the public stream and to the plugin (which turns it into service reports).
-    private func publish(_ event: CallEvent) {
+    func publish(_ event: CallEvent) {
         callEventSink.yield(event)
         callObserver.withLock { $0 }?(event)
     }
 
-    /// Re-INVITEs an established call over the flow for `path` (after an address change or a
-    /// restored path): new Contact, new `c=`/`m=` from the media session (which rebinds), the
-    /// same hold state (a held call is re-offered as held).
-    ///
-    /// A re-INVITE of ours still pending (the network changed again) is superseded: CANCELled
-    /// when it went out on this same flow (a flow that was replaced took its transaction with
-    /// it), and awaited for at most 64×T1 before the new one goes.
-    public func reinvite(_ id: CallID, path: NetworkPath) async throws {
-        guard let call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
-            throw PluginError.permanent("no established call \(id)")
-        }
-        let flow = try await flow(for: path)
-        if call.inviteInFlight, let pending = call.outgoingInvite {
-            logger.notice("sip.call-reinvite-superseded", metadata: ["call": "\(id)"])
-            if pending.headers["Via"]?.contains(" \(flow.sentBy);") == true {
-                try? await sendCancel(of: pending, over: flow)
-            }
-            let deadline = clock.now + timers.transactionTimeout
-            while calls[id]?.inviteInFlight == true, clock.now < deadline {
-                try await clock.sleep(until: clock.now + timers.t1, tolerance: nil)
-            }
-        }
-        try await sendInvite(id, over: flow, hold: !(calls[id]?.holdReasons.isEmpty ?? true))
-    }
-
     /// The call is over: its dialog leaves the table, its media closes, the end is reported.
-    func end(_ id: CallID, trigger: String, reason: String) {
+    func end(_ id: CallID, trigger: String, reason: String, downtime: Duration? = nil) {
         guard var call = calls.removeValue(forKey: id) else { return }
         dialogs.remove(call.dialogID)
         call.phase = .ended
@@ -337,6 +342,6 @@ extension SIPUserAgent {
         publish(
             CallEvent(
                 call: id, phase: .ended, trigger: trigger, peer: call.peer, reason: reason,
-                direction: call.isOutgoing ? .outgoing : .incoming))
+                direction: call.isOutgoing ? .outgoing : .incoming, downtime: downtime))
     }
 }

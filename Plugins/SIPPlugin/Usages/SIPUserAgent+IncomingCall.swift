@@ -85,8 +85,9 @@ extension SIPUserAgent {
         }
         var state = SIPCall(
             id: id, isOutgoing: false, peer: extractURI(from), dialogID: dialog.id, offerAnswer: offerAnswer,
-            media: RTPEchoSession(), phase: .incoming)
+            media: RTPEchoSession(), phase: .incoming, createdAt: clock.now)
         state.pendingInvite = (request, transaction)
+        state.notePeerAllow(request)
         state.inviteInFlight = true
         calls[id] = state
         var ringing = request.makeResponse(status: 180, reason: "Ringing", toTag: localTag)
@@ -105,7 +106,7 @@ extension SIPUserAgent {
         // The app's media session replaces the placeholder the ringing call held.
         calls[id] = SIPCall(
             id: id, isOutgoing: false, peer: call.peer, dialogID: call.dialogID, offerAnswer: call.offerAnswer,
-            media: media, phase: .incoming)
+            media: media, phase: .incoming, createdAt: call.createdAt)
         calls[id]?.inviteInFlight = true
         await sendAnswer(to: pending.request, call: id, flow: flow) { pending.transaction.respond($0, at: $1) }
     }
@@ -224,4 +225,19 @@ extension SIPUserAgent {
     }
 
     private func isAwaitingAck(_ id: CallID) -> Bool { calls[id]?.awaitingAck != nil }
+
+    /// Timer H: the far end never ACKed our non-2xx final to its (re-)INVITE (§17.2.1), so it
+    /// is gone; the call that INVITE belonged to, if still up, is reported ended (`no ACK`).
+    func finalNotAcknowledged(_ invite: SIPMessage) {
+        guard let callID = invite.headers["Call-ID"], let fromTag = invite.tag(in: "From") else { return }
+        let toTag = invite.tag(in: "To")
+        guard
+            let id = calls.first(where: { _, call in
+                call.dialogID.callID == callID && call.dialogID.remoteTag == fromTag
+                    && (toTag == nil || call.dialogID.localTag == toTag)
+            })?.key
+        else { return }
+        logger.notice("sip.call-final-not-acked", metadata: ["call": "\(id)"])
+        end(id, trigger: "timeout", reason: "no ACK")
+    }
 }

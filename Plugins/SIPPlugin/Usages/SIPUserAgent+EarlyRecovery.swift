@@ -1,0 +1,66 @@
+internal import Logging
+internal import ResilienceCore
+
+/// An outgoing call still ringing when the address changes (its INVITE's flow was closed).
+///
+/// Choice: CANCEL + a new INVITE, not UPDATE. An UPDATE in the early dialog (RFC 3311) needs
+/// an early dialog with the far end's tag and, to carry a new offer, the INVITE's own
+/// offer/answer finished (an SDP answer in a reliable provisional): most far ends ring with a
+/// plain 180 and never give either, and the INVITE's responses would still be routed to the
+/// old address (PJSIP's reasons for hanging up instead, pjsip/pjproject#3344). So the old
+/// INVITE is CANCELled (best effort, same branch, sent from the new flow: a proxy matches it by
+/// branch) once a provisional came for it, and a fresh INVITE (new Call-ID, new From tag, new
+/// Contact and SDP) rings the far end again, without `Replaces`: the far end may never have
+/// seen a dialog to replace (liblinphone does the same for calls without a remote tag). The
+/// app keeps one ``CallID`` throughout and sees the call as `outgoing` with trigger `network`.
+///
+/// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
+/// 64×T1 for the policy's `reinvite-call` to hand it a new flow, polling at T1, and none when the
+/// INVITE failed while its flow was still up (timer B: the far end is silent, not moved).
+extension SIPUserAgent {
+    static let maximumEarlyRestarts = 3
+
+    /// Hands a ringing outgoing call the flow of the new path (`reinvite-call` on a call that is
+    /// not yet answered). Nothing to do while the INVITE's flow is still the path's flow.
+    func recoverEarly(_ id: CallID, path: NetworkPath) async throws {
+        guard let call = calls[id], call.isOutgoing, call.dialogID.remoteTag == nil else {
+            throw PluginError.permanent("no outgoing call \(id) ringing")
+        }
+        let flow = try await flow(for: path)
+        if let sent = call.outgoingInvite, sent.headers["Via"]?.contains(" \(flow.sentBy);") == true { return }
+        logger.notice("sip.call-early-recovery", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
+        calls[id]?.restartFlow = flow
+    }
+
+    /// After the INVITE of `id` failed: the flow to ring again from, once `reinvite-call` gave
+    /// one; nil when the INVITE failed on a live flow or no new flow came within 64×T1.
+    func flowForEarlyRestart(_ id: CallID, lost: SIPTransport) async -> SIPTransport? {
+        // The agent drops a flow it replaces before failing its transactions: a flow that is
+        // no longer the agent's was lost, even while its socket is still closing.
+        guard transport !== lost || !lost.isActive || calls[id]?.restartFlow != nil else { return nil }
+        let deadline = clock.now + timers.transactionTimeout
+        for _ in 0..<200 {
+            guard let call = calls[id] else { return nil }
+            if let next = call.restartFlow, next.isActive {
+                calls[id]?.restartFlow = nil
+                return next
+            }
+            guard clock.now < deadline else { return nil }
+            do { try await clock.sleep(until: clock.now + timers.t1, tolerance: nil) } catch { return nil }
+        }
+        return nil
+    }
+
+    /// CANCELs the abandoned INVITE (when a provisional allows it) and gives the call a new
+    /// dialog identity for the fresh INVITE; reported `outgoing` with trigger `network`.
+    func restartEarly(_ id: CallID, abandoning invite: SIPMessage, over flow: SIPTransport) {
+        guard let call = calls[id] else { return }
+        if call.heardProvisional { Task { try? await self.sendCancel(of: invite, over: flow) } }
+        _ = dialogs.remove(call.dialogID)
+        let dialog = Dialog(callID: randomToken(), localTag: randomToken(), isSecure: call.peer.hasPrefix("sips:"))
+        guard dialogs.insert(dialog, owner: account.callService(id)) else { return }
+        calls[id]?.dialogID = dialog.id
+        calls[id]?.heardProvisional = false
+        report(id, trigger: "network", "recovering")
+    }
+}

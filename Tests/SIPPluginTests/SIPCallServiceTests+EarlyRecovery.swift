@@ -1,0 +1,39 @@
+import Foundation
+import ResilienceCore
+import Testing
+
+@testable import SIPPlugin
+
+extension SIPCallServiceTests {
+    /// An outgoing call still ringing when the address changes (127.0.0.1 → 127.0.0.2): the
+    /// registration moves, then `reinvite-call` CANCELs the old INVITE and rings the far end
+    /// again from the new address (sipp checks the CANCEL and the second INVITE); the call is
+    /// answered there, under the same call id.
+    @Test(.enabled(if: KamailioHarness.isInstalled, "Kamailio missing: SKIPPED"))
+    func aCallRingingDuringAnAddressChangeIsRungAgainFromTheNewAddress() async throws {
+        try await withProxiedCall("uas-ring-again", calls: 2) { kamailio, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let recorder = SIPCallSIPpTests.Recorder(agent)
+            let media = RTPEchoSession()
+            let placing = Task {
+                try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", media: media, path: loopbackPath())
+            }
+            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+            let call = try #require(ringing?.call)
+            #expect(plugin.performs(.reinviteCall, for: account.callService(call)))
+
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(try await placing.value == call, "the same call, answered at the new address")
+            #expect(await agent.activeCalls[call] == .active)
+            #expect(await media.localAddress == "127.0.0.2")
+            let events = recorder.events
+            #expect(events.contains { $0.trigger == "network" && $0.phase == .outgoing && $0.reason == "recovering" })
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("CANCEL") == 1)
+            #expect(sipp.received("INVITE") == 2)
+            #expect(kamailio.requestCount(method: "CANCEL", user: account.user) == 1)
+        }
+    }
+}
