@@ -132,4 +132,45 @@ struct SIPCallSurvivalTests {
             #expect(try lab.metrics.expectCounter("netres.calls.recovered").totalValue == 1)
         }
     }
+
+    @Test func aGlaredUpdateIsRetriedAfterTheRFCWaitAndTheRetriesAreReported() async throws {
+        try await withCall("uas-update-glare", budget: .seconds(30)) { lab in
+            let start = ContinuousClock.now
+            try await lab.reinviteCall()
+            // We placed the call (we own the Call-ID): at least 2.1 s (a floor, not a speed check).
+            #expect(ContinuousClock.now - start >= .milliseconds(2_100))
+            let recovered = try #require(await lab.recorder.events(until: { $0.trigger == "network" }).last)
+            #expect(recovered.glareRetries == 1)
+            #expect(recovered.phase == .active)
+            try await lab.agent.hangUp(lab.call, path: loopbackPath())
+            #expect(await lab.sipp.exitStatus(within: 10) == 0, "sipp: \(lab.sipp.errors.suffix(800))")
+            #expect(lab.sipp.received("UPDATE") == 2)
+        }
+    }
+
+    @Test func a481ToTheRecoveryReportsTheCallLostWithoutBye() async throws {
+        try await withCall("uas-481", budget: .seconds(30)) { lab in
+            await #expect(throws: PluginError.self) { try await lab.reinviteCall() }
+            let ended = await lab.recorder.events(until: { $0.phase == .ended }).last
+            #expect(ended?.reason == "481")
+            #expect(!lab.plugin.performs(.reinviteCall, for: lab.account.callService(lab.call)), "service removed")
+            let lost = try lab.metrics.expectCounter("netres.calls.lost", [("reason", "481")])
+            let recovered = try lab.metrics.expectCounter("netres.calls.recovered")
+            #expect(lost.totalValue == 1 && recovered.totalValue == 0)
+            #expect(await lab.sipp.exitStatus(within: 10) == 0, "sipp: \(lab.sipp.errors.suffix(800))")
+            #expect(lab.sipp.received("BYE") == 0)
+        }
+    }
+
+    @Test func anyOtherFailureOfTheRecoveryKeepsTheOldSession() async throws {
+        try await withCall("uas-reinvite-500", budget: .seconds(30)) { lab in
+            await #expect(throws: PluginError.self) { try await lab.reinviteCall() }
+            #expect(await lab.agent.activeCalls[lab.call] == .active, "RFC 6141: the session goes on")
+            try await lab.agent.hangUp(lab.call, path: loopbackPath())
+            #expect(await lab.sipp.exitStatus(within: 10) == 0, "sipp: \(lab.sipp.errors.suffix(800))")
+            #expect(lab.sipp.received("BYE") == 1, "only the hang-up's BYE")
+            let ended = await lab.recorder.events(until: { $0.phase == .ended }).last
+            #expect(ended?.reason == "BYE" && ended?.trigger == "api")
+        }
+    }
 }

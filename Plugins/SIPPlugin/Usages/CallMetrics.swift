@@ -3,8 +3,8 @@ internal import ResilienceCore
 
 /// The SIP plugin's call instruments (swift-metrics), fed with every ``CallEvent``:
 ///
-/// - `netres.calls.recovered` (counter): a re-INVITE after a loss or change of the path was
-///   answered 2xx (trigger `network`);
+/// - `netres.calls.recovered` (counter): a re-INVITE (or UPDATE) of an established call after a
+///   loss or change of the path was answered 2xx (trigger `network`, with a recovery time);
 /// - `netres.calls.lost` (counter; dimension `reason`: `outage`, `no-ack`, `481`, `408`): a call
 ///   ended by the network or a vanished far end, not by either user;
 /// - `netres.call.recovery` (timer): a recovery's time from the path's return (or the action's
@@ -30,9 +30,10 @@ struct CallMetrics: Sendable {
     func record(_ event: CallEvent) {
         if event.phase == .ended {
             if let reason = event.reason.flatMap({ Self.lostReasons[$0] }) { lost[reason]?.increment() }
-        } else if event.trigger == "network" {
+        } else if event.trigger == "network", let time = event.recoveryTime {
+            // Only a finished recovery carries its time (not a ringing call rung again).
             recovered.increment()
-            if let time = event.recoveryTime { recovery.recordNanoseconds(time.nanosecondsValue) }
+            recovery.recordNanoseconds(time.nanosecondsValue)
         }
     }
 }
