@@ -199,9 +199,10 @@ extension SIPTestPeerTests {
         ) { losses.record($0) }
         let script = Task {
             await peer.run { peer -> Bool in
-                guard let connection = peer.accept(within: 5) else { return false }
+                // Generous hang guards: a loaded machine may take seconds to connect.
+                guard let connection = peer.accept(within: 30) else { return false }
                 defer { close(connection) }
-                guard let request = peer.receive(on: connection, within: 5) else { return false }
+                guard let request = peer.receive(on: connection, within: 30) else { return false }
                 peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: connection)
                 // Swallow the CRLF ping without answering until the agent gives up.
                 return peer.receive(on: connection, within: 3) == nil
@@ -230,7 +231,7 @@ extension SIPTestPeerTests {
         let clock = ManualClock()
         let agent = makeAgent(port: peer.port, clock: clock)
         let attempt = Task { try await agent.register(path: loopbackPath()) }
-        let silent = await peer.run { peer in peer.receive(within: 5) != nil }
+        let silent = await peer.run { peer in peer.receive(within: 30) != nil }  // a hang guard only
         #expect(silent)
         await clock.waitForSleepers(count: 2)  // timers E and F armed: the transaction waits
         let started = clock.now
