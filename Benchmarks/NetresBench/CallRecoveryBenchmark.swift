@@ -36,6 +36,8 @@ struct CallRecoveryBenchmark {
         var changeToOK: [Double] = []
         var changeToRTP: [Double] = []
         var changesMissing = 0
+        /// 200 OKs to a re-INVITE the client never ACKed (RFC 3261 §13.2.2.4 requires one each).
+        var unacknowledged = 0
     }
 
     func run() async throws {
@@ -103,6 +105,7 @@ struct CallRecoveryBenchmark {
                 }
                 log("address change \(change) to \(new)")
             }
+            for index in clients.indices { clients[index].series.countUnacknowledged(far: clients[index].far) }
             report(floor: floor, clients: clients.map(\.series))
             FileHandle.standardError.write(Data("logs: \(dir) (removed with the lab)\n".utf8))
         }

@@ -74,10 +74,10 @@ struct CallFaultLab {
     }
 
     /// sipp answering calls (UAS `scenario`) beside the registrar, on port 5070.
-    func farEnd(_ scenario: String) async throws -> LabSIPp {
+    func farEnd(_ scenario: String, calls: Int = 1) async throws -> LabSIPp {
         try await lab.startSIPp(
             in: server, scenario: "\(Self.scenarios)/\(scenario).xml", address: registrar.address, port: 5070,
-            mediaPort: 16_000)
+            mediaPort: 16_000, arguments: ["-m", "\(calls)"])
     }
 
     /// sipp calling alice (UAC `scenario`) through the registrar, from port 5080.
@@ -89,8 +89,8 @@ struct CallFaultLab {
 
     /// `netres ctl --socket … WORDS` in the phone host; its reply.
     @discardableResult
-    func ctl(_ words: String...) async throws -> String {
-        try await lab.run(in: phone, [Self.netres, "ctl", "--socket", socket] + words, timeout: .seconds(10))
+    func ctl(_ words: String..., within bound: Duration = .seconds(10)) async throws -> String {
+        try await lab.run(in: phone, [Self.netres, "ctl", "--socket", socket] + words, timeout: bound)
     }
 
     /// The calls `netres ctl calls --json` reports now (`{"calls":[{"id":…,"state":…},…]}`).

@@ -180,6 +180,36 @@ struct CallFaultTests {
         }
     }
 
+    /// An outgoing call still ringing when the address changes is recovered as the SIP plugin
+    /// documents: the INVITE is CANCELled and a fresh one rings the far end from the new address
+    /// (Contact and `c=`), which answers it; `ctl call` returns the same call, now active.
+    @Test func aRingingOutgoingCallIsRungAgainFromTheNewAddress() async throws {
+        try await withNetworkLab { lab in
+            let f = try await CallFaultLab(lab)
+            let far = try await f.farEnd("uas-ring-again", calls: 2)
+            let placing = Task { try await f.ctl("call", CallFaultLab.user, far.uri(), within: .seconds(30)) }
+            let rang = await eventually(within: .seconds(10)) {
+                far.messages().contains { $0.sent && $0.status == 180 }
+            }
+            try #require(rang, "not ringing: \(far.diagnostics())")
+            try await lab.inject(.addressChange(f.wifi, .makeBeforeBreak))
+            let new = await lab.addresses(of: f.wifi).ipv4
+            let reply = try await placing.value
+            let words = reply.split(whereSeparator: \.isWhitespace)
+            try #require(words.count == 3 && words[0] == "ok", "ctl call: \(reply); sipp: \(far.diagnostics())")
+            let id = String(words[2])
+            #expect(far.received("CANCEL").count == 1, "sipp: \(far.diagnostics()); netres: \(f.log())")
+            let second = try #require(far.received("INVITE").last { $0.header("To")?.contains("tag=") == false })
+            #expect(second.header("Contact")?.contains("@\(new):") == true, "\(second.text)")
+            #expect(second.connectionAddress == new, "\(second.text)")
+            let answered = await eventually(within: .seconds(10)) { (try? await f.state(of: id)) == "active" }
+            let listing = try await f.ctl("calls")
+            #expect(answered, "ctl call: \(reply); calls: \(listing); sipp: \(far.diagnostics()); netres: \(f.log())")
+            try await f.ctl("hangup", id)
+            #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
+        }
+    }
+
     /// An incoming call while the app is in the background rings (180 within sipp's 3 s), is
     /// listed by `ctl calls`, and is answered through `netres ctl answer`.
     @Test func anIncomingCallInTheBackgroundRingsAndIsAnsweredThroughCtl() async throws {
