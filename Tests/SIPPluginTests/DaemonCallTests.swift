@@ -187,4 +187,30 @@ extension DaemonKamailioTests {
                     == ["incoming", "active", "ended"])
         }
     }
+
+    /// `ctl interruption begin` holds the call through the policy (`app.interrupted` →
+    /// `hold-call`), `end` resumes it (sipp's scenario checks sendonly, then sendrecv). The far
+    /// end must echo Record-Route: the test Kamailio drops an ACK without Route (it takes it for
+    /// the ACK of its own 407), so a far end that does not would never see the 2xx's ACK.
+    @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
+    func anInterruptionThroughCtlHoldsAndResumesTheCall() async throws {
+        let audio = "/tmp/netres-test-pcmu-silence.raw"
+        try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
+        defer { try? FileManager.default.removeItem(atPath: audio) }
+        let sipp = try SIPpHarness(scenario: "uas-daemon-call")
+        defer { sipp.stop() }
+        try await withCallDaemon { _, running in
+            let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
+            let id = String(reply.dropFirst("ok call ".count).dropLast())
+            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(try await send("interruption begin", running) == "ok interruption begin\n")
+            #expect(try await eventually { try await calls(running).first?["state"] as? String == "held" })
+            #expect(try await send("status", running).contains("(interrupted)"))
+            #expect(try await send("interruption end", running) == "ok interruption end\n")
+            #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
+            #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("INVITE") == 3)
+        }
+    }
 }

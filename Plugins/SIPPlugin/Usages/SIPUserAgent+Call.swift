@@ -225,63 +225,6 @@ extension SIPUserAgent {
         return (call, offer)
     }
 
-    /// Runs one INVITE client transaction and returns its final response (nil: none came).
-    /// A 2xx is ACKed at once; the transaction keeps running in the background for timer M,
-    /// and every retransmitted 2xx is ACKed again.
-    private func runInvite(_ invite: SIPMessage, call id: CallID, over flow: SIPTransport) async -> SIPMessage? {
-        let (events, sink) = AsyncStream.makeStream(of: InviteClientEvent.self)
-        let (table, timers, clock) = (self.table, self.timers, self.clock)
-        Task {
-            await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
-        }
-        var iterator = events.makeAsyncIterator()
-        defer { cancelling[id] = nil }
-        while let event = await iterator.next() {
-            switch event {
-            case .provisional(let response):
-                provisionalArrived(id)
-                if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
-            case .answered(let response):
-                let ack = ackFor(invite, response: response, call: id, flow: flow)
-                try? await flow.send(ack)
-                Task {
-                    while let later = await iterator.next() {
-                        if case .answeredAgain = later { try? await flow.send(ack) }
-                    }
-                }
-                if calls[id] == nil, cancelling[id] != nil {
-                    Task { await self.byeAfterCancel(invite: invite, answer: response, over: flow) }
-                }
-                return response
-            case .rejected(let response): return response
-            case .answeredAgain: break
-            case .failed: return nil
-            }
-        }
-        return nil
-    }
-
-    /// The ACK for a 2xx to `invite`: to the confirmed dialog's target and route set, or (a
-    /// first 2xx, or one to a call hung up meanwhile) to the response's Contact and Record-Route.
-    private func ackFor(_ invite: SIPMessage, response: SIPMessage, call id: CallID, flow: SIPTransport) -> SIPMessage {
-        var (routeSet, target) = Self.routeFromAnswer(response)
-        if let call = calls[id], call.dialogID.remoteTag != nil, let dialog = dialogs[call.dialogID] {
-            (routeSet, target) = (dialog.routeSet, dialog.remoteTarget)
-        }
-        return SIPMessage.ackFor2xx(
-            invite: invite, response: response, routeSet: routeSet,
-            remoteTarget: target ?? invite.requestURI ?? calls[id]?.peer ?? "",
-            via: "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
-    }
-
-    /// The route set (Record-Route reversed) and remote target (Contact) a 2xx gives its UAC (§12.1.2).
-    static func routeFromAnswer(_ response: SIPMessage) -> (routeSet: [String], target: String?) {
-        (
-            response.headers.listValues("Record-Route").reversed(),
-            response.headers.listValues("Contact").first.map(extractURI)
-        )
-    }
-
     /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session,
     /// and publishes `event` with the call's new phase.
     func answered(_ id: CallID, response: SIPMessage, reporting event: CallEvent) async throws {
