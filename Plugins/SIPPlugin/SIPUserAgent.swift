@@ -45,6 +45,9 @@ public actor SIPUserAgent {
     /// Outgoing calls hung up while ringing out whose INVITE transaction still runs (see
     /// ``PendingCancel``); an entry leaves when that transaction ends.
     var cancelling: [CallID: PendingCancel] = [:]
+    /// The last flow the server (or the network) ended, not this agent: a call ringing on it
+    /// has no new address to be rung again from.
+    var lastFlowLostByServer: ObjectIdentifier?
     /// Every change of every call, in order; keeps the newest 256 when nobody reads.
     public nonisolated let callEvents: AsyncStream<CallEvent>
     nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
@@ -183,6 +186,7 @@ public actor SIPUserAgent {
     /// registration plus the established subscriptions and publication, whose server-side state
     /// may be gone with it.
     func flowLost(_ lost: SIPTransport) {
+        lastFlowLostByServer = ObjectIdentifier(lost)
         table.flowClosed(ObjectIdentifier(lost))
         if transport === lost {
             transport = nil

@@ -16,7 +16,8 @@ internal import ResilienceCore
 ///
 /// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
 /// 64×T1 for the policy's `reinvite-call` to hand it a new flow, polling at T1, and none when the
-/// INVITE failed while its flow was still up (timer B: the far end is silent, not moved).
+/// INVITE failed while its flow was still up (timer B: the far end is silent, not moved) or
+/// the server ended the flow (no new address: the call ends as before).
 extension SIPUserAgent {
     static let maximumEarlyRestarts = 3
 
@@ -36,8 +37,10 @@ extension SIPUserAgent {
     /// one; nil when the INVITE failed on a live flow or no new flow came within 64×T1.
     func flowForEarlyRestart(_ id: CallID, lost: SIPTransport) async -> SIPTransport? {
         // The agent drops a flow it replaces before failing its transactions: a flow that is
-        // no longer the agent's was lost, even while its socket is still closing.
-        guard transport !== lost || !lost.isActive || calls[id]?.restartFlow != nil else { return nil }
+        // no longer the agent's was replaced, even while its socket is still closing. A flow the
+        // server ended gets no `reinvite-call` (only a re-REGISTER): nothing to wait for.
+        let replaced = (transport !== lost || !lost.isActive) && lastFlowLostByServer != ObjectIdentifier(lost)
+        guard replaced || calls[id]?.restartFlow != nil else { return nil }
         let deadline = clock.now + timers.transactionTimeout
         for _ in 0..<200 {
             guard let call = calls[id] else { return nil }
