@@ -66,6 +66,11 @@ extension NetworkLab {
     /// Starts sipp in `host` on `address`:`port` running `scenario` (an XML file) for one call.
     ///
     /// - Parameters:
+    ///   - host: the lab host sipp runs in.
+    ///   - scenario: the path of the XML scenario.
+    ///   - address: the address sipp binds its SIP and media sockets to (one the host has).
+    ///   - port: sipp's SIP port (UDP), 1024–65000.
+    ///   - mediaPort: sipp's RTP port (`-mp`), 1024–65000.
     ///   - remote: `host:port` to send the first request to (a UAC scenario); nil for a UAS.
     ///   - arguments: more sipp options (e.g. `-s alice`, `-rtp_echo`).
     ///   - timeout: sipp's own `-timeout` (clamped to 1 s … ``NetworkLab/longestFault``): it exits with an
