@@ -36,6 +36,11 @@ struct CallFaultTests {
             #expect(reinvites.count == 1, "INVITEs after the flap: \(reinvites.count)")
             #expect(registered != nil && registered! < reinvites.first ?? -1, "order: \(requests.map(\.kind))")
             #expect(try await f.state(of: id) == "active")
+            // sipp plays RTP again after the re-INVITE's ACK: media reaches us after the flap.
+            let before = await f.packets(of: id)
+            let flowing = await eventually(within: .seconds(10)) { await f.packets(of: id) > before + 20 }
+            let after = await f.packets(of: id)
+            #expect(flowing, "RTP after the flap: \(before) then \(after)")
             try await f.ctl("hangup", id)
             #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
         }
@@ -235,6 +240,7 @@ struct CallFaultTests {
             }
             let id = try #require(listed?["id"] as? String, "ctl calls: \(String(describing: listed))")
             #expect(listed?["direction"] as? String == "incoming")
+            #expect(f.log().contains("call incoming "), "the daemon logs the ringing call: \(f.log())")
             try await f.ctl("answer", id)
             #expect(await caller.exitCode(within: .seconds(20)) == 0, "sipp: \(caller.diagnostics())")
         }
