@@ -126,7 +126,15 @@ actor CallDesk {
             switch accounts[account.name]?.incomingCalls ?? .ring {
             case .ring: break
             case .answer:
-                Task { _ = try? await self.control(.answer, id: event.call) }
+                Task {
+                    do {
+                        _ = try await self.control(.answer, id: event.call)
+                    } catch {
+                        self.logger.notice(
+                            "calls: could not answer an incoming call",
+                            metadata: ["call": "\(event.call)", "error": "\(error)"])
+                    }
+                }
             case .reject:
                 Task {
                     do {
