@@ -146,7 +146,9 @@ let package = Package(
         // prctl(PR_SET_CHILD_SUBREAPER) and pipe2(O_CLOEXEC), which Swift's Glibc module lacks.
         .target(name: "CProcessControl"),
         // Public fault-injection kit: namespaces, veth links, faults without netem, a Kamailio registrar.
-        .target(name: "NetworkLab", dependencies: ["ChildProcesses", "ResilienceCore"], swiftSettings: strictSettings),
+        .target(
+            name: "NetworkLab", dependencies: ["ChildProcesses", "CProcessControl", "ResilienceCore"],
+            swiftSettings: strictSettings),
         .testTarget(name: "ResilienceCoreTests", dependencies: ["ResilienceCore"], swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceRulesTests",

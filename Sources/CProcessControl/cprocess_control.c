@@ -1,8 +1,9 @@
-// prctl and pipe2 are variadic or need _GNU_SOURCE, so Swift's Glibc module does not offer them.
+// prctl, pipe2 and setns are variadic or need _GNU_SOURCE, so Swift's Glibc module does not offer them.
 #define _GNU_SOURCE
 #include "cprocess_control.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -15,3 +16,5 @@ int cprocess_is_child_subreaper(void) {
 }
 
 int cprocess_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int cprocess_enter_netns(int fd) { return setns(fd, CLONE_NEWNET); }

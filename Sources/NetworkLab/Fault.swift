@@ -27,7 +27,8 @@ public enum Fault: Sendable, CustomStringConvertible {
     case partition(LabLink, PartitionDirection, for: Duration)
     /// Limits the host's sending rate (tbf).
     case rateLimit(LabLink, bitsPerSecond: Int, for: Duration)
-    /// Delays the host's sending (netem only: fails with ``NetworkLabError/Code/unsupported`` without it).
+    /// Delays every frame the host end sends by `delay ± jitter` (seeded, millisecond resolution,
+    /// order kept) through the lab's user-space relay: no netem needed.
     case delay(LabLink, delay: Duration, jitter: Duration, for: Duration)
     /// A burst of `changes` address additions and removals in one `ip -batch`, more than a
     /// netlink reader's buffer holds while it is busy.

@@ -26,8 +26,9 @@ public struct FaultBackend: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let nftables = FaultBackend(rawValue: "nftables")
     /// A token-bucket qdisc (`tc qdisc … tbf`).
     public static let tbf = FaultBackend(rawValue: "tc-tbf")
-    /// The kernel's netem qdisc (only when the kernel has it).
-    public static let netem = FaultBackend(rawValue: "tc-netem")
+    /// The lab's seeded user-space delay relay (a tc `mirred` redirect into a packet socket);
+    /// needs no netem.
+    public static let userSpaceRelay = FaultBackend(rawValue: "user-space-relay")
     /// Kamailio: a process restart, or a fault route switched through its `htable`.
     public static let kamailio = FaultBackend(rawValue: "kamailio")
 }

@@ -70,8 +70,7 @@ extension NetworkLab {
         case .rateLimit(let link, let rate, let duration):
             try await withQdisc(link, ["tbf", "rate", "\(rate)bit", "burst", "4kb", "latency", "400ms"], for: duration)
         case .delay(let link, let delay, let jitter, let duration):
-            try await withQdisc(
-                link, ["netem", "delay", "\(milliseconds(delay))ms", "\(milliseconds(jitter))ms"], for: duration)
+            try await withDelayRelay(link, delay: delay, jitter: jitter, for: duration)
         case .netlinkOverrun(let link, let changes):
             let interface = plan(link).interface
             let addresses = (0..<changes).map { "198.19.\($0 / 250).\($0 % 250 + 1)/32" }
@@ -134,35 +133,15 @@ extension NetworkLab {
                 throw error(.unsupported, "\(fault) needs nftables (`nft`; Debian package nftables)")
             }
             return .nftables
-        case .rateLimit, .delay:
+        case .rateLimit:
             guard LabCommand.tc != nil else { throw error(.unsupported, "\(fault) needs `tc` (iproute2)") }
-            if case .delay = fault {
-                guard Self.kernelHasNetem else {
-                    throw error(
-                        .unsupported,
-                        "\(fault) needs the kernel's netem qdisc (CONFIG_NET_SCH_NETEM), which this kernel lacks;"
-                            + " NetworkLab has no user-space delay relay yet")
-                }
-                return .netem
-            }
             return .tbf
+        case .delay:
+            guard LabCommand.tc != nil else { throw error(.unsupported, "\(fault) needs `tc` (iproute2)") }
+            return .userSpaceRelay
         case .netlinkOverrun: return .iproute2Batch
         default: return .iproute2
         }
-    }
-
-    /// Whether the running kernel has netem (its module, or built in).
-    static var kernelHasNetem: Bool {
-        if let modules = try? String(contentsOfFile: "/proc/modules", encoding: .utf8), modules.contains("sch_netem") {
-            return true
-        }
-        let release =
-            (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        for path in ["/lib/modules/\(release)/modules.builtin", "/lib/modules/\(release)/modules.dep"] {
-            if let text = try? String(contentsOfFile: path, encoding: .utf8), text.contains("sch_netem") { return true }
-        }
-        return false
     }
 
     func pause(_ duration: Duration) async throws {

@@ -8,7 +8,8 @@ import ResilienceCore
 /// - every object the lab makes carries its owner's PID (``LabOwnership``): a lab's ``shutdown()``
 ///   (or, if it was never called, `deinit`) removes them, and a new lab removes those of dead owners,
 ///   so nothing stays behind even after the test process is killed;
-/// - the lab never calls `setns`: every command enters its namespace in a child (`ip -n`, `ip netns exec`);
+/// - no task thread ever calls `setns`: every command enters its namespace in a child (`ip -n`,
+///   `ip netns exec`), and the delay relay (``Fault/delay(_:delay:jitter:for:)``) on a thread of its own;
 /// - every random choice comes from ``seed`` (`SplitMix64` of ResilienceCore); errors carry it, and
 ///   ``withNetworkLab(seed:_:)`` prints it when the body fails;
 /// - only 198.18.0.0/15 and 2001:db8::/32 addresses are used, and nothing is routed out of the lab.

@@ -32,6 +32,12 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var isInterrupted: Bool
+    /// The network change decided while the app was suspended, when by policy nothing acted on it;
+    /// the event that leaves `suspended` (`resumed`) plans its reactions too, so a client whose
+    /// address changed while suspended re-registers at once on resume. A loss does not replace a
+    /// change (the change still holds when the path returns); an address or interface change is
+    /// not replaced by a later `restored` or route change.
+    public private(set) var changeWhileSuspended: NetworkTrigger?
     /// Plugin actions that need no network (their plugins' `localActions`); with the built-in
     /// `ActionKind.local` ones, the only actions planned while the network is lost.
     public var localActions: Set<ActionKind>
@@ -83,6 +89,33 @@ public struct RulesEngine: Sendable, Hashable {
         let before = appState
         observe(trigger, services: services, path: path)
 
+        var planned = plan(trigger, services: services, before: before, now: now)
+        if before == .suspended, appState != .suspended, let missed = changeWhileSuspended {
+            changeWhileSuspended = nil
+            // What the change would have planned awake, for services running in this state;
+            // calls stay with their own rules (only an interruption's end resumes them).
+            for action in plan(.network(missed), services: services, before: before, now: now)
+            where action.kind != .resumeCall
+                && !planned.contains(where: { $0.kind == action.kind && $0.service == action.service })
+                && services.contains(where: { $0.id == action.service && level(of: $0, in: appState) > .none })
+            {
+                planned.append(action)
+            }
+        }
+        let batch = Self.ordered(Self.subsumed(planned), services: services)
+
+        if trigger == .app(.interrupted) {
+            callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
+        }
+        callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
+        return batch
+    }
+
+    /// The actions the rules plan for `trigger` in the current app state (`before` is the state
+    /// before it), each (kind, service) once, unordered.
+    private func plan(
+        _ trigger: Trigger, services: [ClientService], before: AppState, now: ContinuousClock.Instant
+    ) -> [PlannedAction] {
         var planned: [PlannedAction] = []
         let name = trigger.name
         for rule in policy.rules
@@ -98,13 +131,7 @@ public struct RulesEngine: Sendable, Hashable {
                 }
             }
         }
-        let batch = Self.ordered(Self.subsumed(planned), services: services)
-
-        if trigger == .app(.interrupted) {
-            callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
-        }
-        callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
-        return batch
+        return planned
     }
 
     /// Updates the state the engine owns (app state, interruption, network path, calls held by the
@@ -115,6 +142,9 @@ public struct RulesEngine: Sendable, Hashable {
     /// A `.network` trigger takes `path` when given; without one, only the status follows the
     /// trigger (`lost(reason)` is `unsatisfied(reason)`, anything else `satisfied`).
     public mutating func observe(_ trigger: Trigger, services: [ClientService], path: NetworkPath? = nil) {
+        if case .network(let change) = trigger, appState == .suspended {
+            changeWhileSuspended = Self.stronger(changeWhileSuspended, change)
+        }
         switch trigger {
         case .network(.lost(let reason)):
             self.path = path ?? self.path

@@ -34,7 +34,9 @@ struct HTTPGatePluginTests {
         try await withSlowServer { server in
             let gate = HTTPGate(service: service, logger: testLogger)
             let plugin = try await openedPlugin(gate)
-            let slow = Task { try await get(server.url(slowMilliseconds: 700), through: gate) }
+            // Slow enough that the drain is still waiting for it when the next request is refused,
+            // even on a loaded machine (at 700 ms it sometimes finished first).
+            let slow = Task { try await get(server.url(slowMilliseconds: 3000), through: gate) }
             #expect(try await eventually { server.requests == 1 && gate.inFlight == 1 })
             let drain = Task { try await plugin.perform(action(.drainHTTP, service), context: context()) }
             #expect(try await eventually { !gate.isOpen })

@@ -29,18 +29,32 @@ struct LabFixture {
         return String(words[dev + 1])
     }
 
-    /// Sends `count` UDP datagrams from the phone to the server's end of `link` (bash's /dev/udp)
-    /// and returns how many the server's input hook counted (an nft counter in the server host).
-    func datagramsArriving(over link: LabLink, count: Int) async throws -> Int {
+    /// Sends `count` UDP datagrams of `payload` bytes from the phone to the server's end of `link`
+    /// (bash's /dev/udp), then returns how many the server's input hook counted (an nft counter in
+    /// the server host), waiting up to `settle` for late ones (a delay holds them).
+    func datagramsArriving(
+        over link: LabLink, count: Int, payload: Int = 1, settle: Duration = .zero
+    ) async throws -> Int {
         let gateway = await lab.addresses(of: link).gateway4
         let counter = [
             "nft add table inet count", "nft add chain inet count in '{ type filter hook input priority 0; }'",
             "nft flush chain inet count in", "nft add rule inet count in udp dport 9 counter",
         ]
         try await lab.run(in: server, ["sh", "-c", counter.joined(separator: " && ")])
-        try await lab.run(
-            in: phone, ["bash", "-c", "for i in $(seq \(count)); do echo x > /dev/udp/\(gateway)/9; done; true"],
-            timeout: .seconds(30))
+        let send =
+            "s=$(printf '%0\(max(0, payload - 1))d' 0);"
+            + " for i in $(seq \(count)); do echo $s > /dev/udp/\(gateway)/9; done; true"
+        try await lab.run(in: phone, ["bash", "-c", send], timeout: .seconds(30))
+        var arrived = try await counted()
+        _ = await eventually(within: settle) {
+            arrived = (try? await counted()) ?? arrived
+            return arrived >= count
+        }
+        return arrived
+    }
+
+    /// The packets the server's `count` chain has counted so far.
+    private func counted() async throws -> Int {
         let listing = try await lab.run(in: server, ["nft", "list", "chain", "inet", "count", "in"])
         let words = listing.split(whereSeparator: { $0 == " " || $0 == "\n" })
         guard let packets = words.firstIndex(of: "packets"), packets + 1 < words.count else { return -1 }

@@ -43,3 +43,36 @@ struct RulesEnginePathTests {
         #expect(engine.path.status == .unsatisfied(.linkRemoved) && !engine.networkAvailable)
     }
 }
+
+/// By policy a suspended app runs nothing; the event that leaves `suspended` plans what a network
+/// change decided meanwhile would have planned awake.
+struct RulesEngineSuspensionTests {
+    let t0 = Fixtures.t0
+
+    @Test func anAddressChangeWhileSuspendedIsActedOnWhenTheAppResumes() {
+        var engine = RulesEngine(appState: .suspended)
+        #expect(engine.decide(.network(.changed(.address)), services: Fixtures.services, at: t0).isEmpty)
+        #expect(engine.decide(.network(.lost(.noCarrier)), services: Fixtures.services, at: t0).isEmpty)
+        #expect(engine.decide(.network(.restored), services: Fixtures.services, at: t0).isEmpty)
+        #expect(engine.changeWhileSuspended == .changed(.address), "a loss and restore keep the address change")
+        let resumed = engine.decide(.app(.resumed), services: Fixtures.services, at: t0)
+        let kinds = Set(resumed.map(\.kind))
+        #expect(kinds.isSuperset(of: [.register, .unregisterOldContact, .subscribe]), "\(resumed)")
+        #expect(resumed.first?.kind == .register || resumed.first?.kind == .closeStaleTransports)
+        // Background now: others' presence (level none) is not brought back.
+        #expect(!resumed.contains { $0.service == "others" && $0.kind == .subscribe })
+        #expect(engine.changeWhileSuspended == nil)
+        #expect(
+            engine.decide(.app(.enteredForeground), services: Fixtures.services, at: t0).allSatisfy {
+                $0.trigger == .app(.enteredForeground)
+            })
+    }
+
+    @Test func withoutAChangeWhileSuspendedResumingOnlyRefreshesWhatIsStale() {
+        var engine = RulesEngine(appState: .suspended)
+        #expect(engine.decide(.network(.lost(.noCarrier)), services: Fixtures.services, at: t0).isEmpty)
+        #expect(engine.changeWhileSuspended == nil)
+        let resumed = engine.decide(.app(.resumed), services: Fixtures.services, at: t0)
+        #expect(resumed.allSatisfy { $0.trigger == .app(.resumed) })
+    }
+}

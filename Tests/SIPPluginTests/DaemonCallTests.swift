@@ -4,6 +4,9 @@ import ResilienceDaemon
 import ServiceLifecycle
 import Testing
 
+/// sipp is started off the cooperative pool (its harness waits, blocking, until sipp is bound),
+/// so a loaded machine cannot starve the daemon's own tasks while it waits.
+///
 /// Calls driven through `netres run`'s control socket, end to end: the daemon in-process (config
 /// file → ``Daemon``, a scripted loopback path, as in ``DaemonKamailioTests``), a real Kamailio
 /// that challenges, record-routes and relays INVITEs, and sipp as the far end (scenarios in
@@ -86,7 +89,7 @@ extension DaemonKamailioTests {
         let audio = "/tmp/netres-test-pcmu-silence.raw"
         try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
         defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try SIPpHarness(scenario: "uas-daemon-call")
+        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
         defer { sipp.stop() }
         try await withCallDaemon { kamailio, running in
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
@@ -137,8 +140,10 @@ extension DaemonKamailioTests {
     func anIncomingCallInBackgroundRingsAtOnceIsReportedAndAnsweredByCtl() async throws {
         try await withCallDaemon { kamailio, running in
             #expect(try await send("state background", running) == "ok state background\n")
-            let sipp = try SIPpHarness(
-                scenario: "uac-daemon-incoming", arguments: ["-s", running.user, "127.0.0.1:\(kamailio.port)"])
+            let (user, port) = (running.user, kamailio.port)
+            let sipp = try await offPool {
+                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
+            }
             defer { sipp.stop() }
             #expect(
                 try await eventually { try await calls(running).first?["state"] as? String == "incoming" },
@@ -170,8 +175,10 @@ extension DaemonKamailioTests {
     @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
     func anAccountWithIncomingCallsAnswerAnswersAtOnce() async throws {
         try await withCallDaemon(incomingCalls: "answer") { kamailio, running in
-            let sipp = try SIPpHarness(
-                scenario: "uac-daemon-incoming", arguments: ["-s", running.user, "127.0.0.1:\(kamailio.port)"])
+            let (user, port) = (running.user, kamailio.port)
+            let sipp = try await offPool {
+                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
+            }
             defer { sipp.stop() }
             // Nobody runs `ctl answer`: the account's setting answers (the scenario waits for the 200).
             #expect(try await eventually { try await calls(running).first?["state"] as? String == "active" })
@@ -197,7 +204,7 @@ extension DaemonKamailioTests {
         let audio = "/tmp/netres-test-pcmu-silence.raw"
         try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
         defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try SIPpHarness(scenario: "uas-daemon-call")
+        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
         defer { sipp.stop() }
         try await withCallDaemon { _, running in
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)

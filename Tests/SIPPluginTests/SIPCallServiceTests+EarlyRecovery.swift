@@ -30,7 +30,7 @@ extension SIPCallServiceTests {
             let events = recorder.events
             #expect(events.contains { $0.trigger == "network" && $0.phase == .outgoing && $0.reason == "recovering" })
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
-            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("CANCEL") == 1)
             #expect(sipp.received("INVITE") == 2)
             #expect(kamailio.requestCount(method: "CANCEL", user: account.user) == 1)

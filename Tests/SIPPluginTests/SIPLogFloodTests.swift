@@ -35,7 +35,10 @@ struct SIPLogFloodTests {
         // of 100, each closed by a probe whose answer says the round was read (no socket overflow).
         let script = Task {
             await peer.run { peer -> Int in
-                guard let (register, from) = SIPSubscriptionPeerTests.nextRequest(peer) else { return -1 }
+                guard
+                    let (register, from) = SIPSubscriptionPeerTests.nextRequest(
+                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return -1 }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 var answered = 0
                 for round in 0..<10 {
@@ -58,7 +61,10 @@ struct SIPLogFloodTests {
         let after = Task {
             await peer.run { peer -> Bool in
                 // A REGISTER tells the peer where the agent listens; answer it, then one more.
-                guard let (register, from) = SIPSubscriptionPeerTests.nextRequest(peer) else { return false }
+                guard
+                    let (register, from) = SIPSubscriptionPeerTests.nextRequest(
+                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return false }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 peer.send(Self.malformed, to: from)
                 peer.send(Self.probe(99, port: port), to: from)

@@ -52,12 +52,17 @@ struct SIPSubscriptionPeerTests {
         return message.serialized()
     }
 
-    static func nextRequest(_ peer: UDPTestPeer) -> (SIPMessage, sockaddr_in)? {
-        guard let (bytes, from) = peer.receive(within: 5), let message = try? SIPParser.parse(datagram: bytes) else {
+    /// The next request or response the peer receives, parsed; nil after `seconds`. A script's
+    /// first wait passes ``firstRequestWait``: a hang guard a loaded machine cannot trip.
+    static func nextRequest(_ peer: UDPTestPeer, within seconds: Double = 5) -> (SIPMessage, sockaddr_in)? {
+        guard let (bytes, from) = peer.receive(within: seconds), let message = try? SIPParser.parse(datagram: bytes)
+        else {
             return nil
         }
         return (message, from)
     }
+
+    static let firstRequestWait: Double = 30
 
     func waitForNotifies(_ agent: SIPUserAgent, count: Int) async -> SubscriptionStatus {
         for _ in 0..<250 {
@@ -76,7 +81,8 @@ struct SIPSubscriptionPeerTests {
             await peer.run { peer -> [String] in
                 var log: [String] = []
                 // 1: initial SUBSCRIBE -> 200 + NOTIFY active.
-                guard let (first, from) = Self.nextRequest(peer) else { return log }
+                guard let (first, from) = Self.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return log }
                 log.append(
                     "\(first.method!) to-tag=\(first.headers["To"]!.contains("tag=")) event=\(first.headers["Event"]!)")
                 peer.send(Self.accept(first, tag: "srv", port: port), to: from)
@@ -132,7 +138,8 @@ struct SIPSubscriptionPeerTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (subscribe, from) = Self.nextRequest(peer) else { return [] }
+                guard let (subscribe, from) = Self.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return [] }
                 peer.send(Self.accept(subscribe, tag: "srv", port: port), to: from)
                 peer.send(
                     Self.notify(for: subscribe, tag: "srv", state: "terminated;reason=rejected", port: port), to: from)

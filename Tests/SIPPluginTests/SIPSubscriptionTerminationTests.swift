@@ -57,7 +57,8 @@ struct SIPSubscriptionTerminationTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var log: [String] = []
-                guard let (first, from) = Peer.nextRequest(peer) else { return ["no SUBSCRIBE"] }
+                guard let (first, from) = Peer.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return ["no SUBSCRIBE"] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 // One at a time: each NOTIFY is answered before the next is sent.
                 for (cseq, value) in [(1, "active"), (2, state)] {
@@ -125,7 +126,8 @@ struct SIPSubscriptionTerminationTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (first, from) = Peer.nextRequest(peer) else { return [] }
+                guard let (first, from) = Peer.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return [] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 var statuses: [Int] = []
                 for (tag, cseq) in [("srv", 5), ("srv", 4), ("other", 9), ("srv", 5), ("srv", 6)] {
@@ -149,7 +151,8 @@ struct SIPSubscriptionTerminationTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Bool] in
-                guard let (first, from) = Peer.nextRequest(peer) else { return [] }
+                guard let (first, from) = Peer.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return [] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 guard let (again, _) = Peer.nextRequest(peer) else { return [] }
                 peer.send(Peer.accept(again, tag: "srv2", port: port), to: from)

@@ -48,7 +48,10 @@ struct SIPWireNumberTests {
         let plugin = SIPPlugin(accounts: [account], logger: testLogger("clamp"))
         let script = Task {
             await peer.run { peer -> Bool in
-                guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer) else { return false }
+                guard
+                    let (request, from) = SIPSubscriptionPeerTests.nextRequest(
+                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return false }
                 var response = request.makeResponse(status: status, reason: "Busy", toTag: "r")
                 response.headers.add(name, value)
                 peer.send(response.serialized(), to: from)

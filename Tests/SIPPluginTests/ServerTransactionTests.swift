@@ -74,7 +74,10 @@ struct ServerTransactionTests {
         let service = SIPSubscriptionPeerTests.service
         let script = Task {
             await peer.run { peer -> [[UInt8]] in
-                guard let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(peer) else { return [] }
+                guard
+                    let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(
+                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                else { return [] }
                 peer.send(SIPSubscriptionPeerTests.accept(subscribe, tag: "srv", port: port), to: from)
                 let first = SIPSubscriptionPeerTests.notify(
                     for: subscribe, tag: "srv", state: "active;expires=300", port: port)
