@@ -4,6 +4,7 @@
 //   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]
 //                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench scale N[,N…] [idle=S] [rates=R,R…]   N accounts on one registrar vs sipp and baresip (root)
+//   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 import Foundation
@@ -19,6 +20,13 @@ do {
         try await NetlinkBenchmark(changes: changes, idleSeconds: idle).run()
     case "sip-recovery":
         try await sipRecoveryBenchmark(arguments: Array(arguments.dropFirst())).run()
+    case "calls":
+        let words = Array(arguments.dropFirst())
+        var benchmark = CallRecoveryBenchmark()
+        benchmark.flaps = max(1, min(words.first.flatMap { Int($0) } ?? 30, 500))
+        benchmark.addressChanges = max(0, min(words.dropFirst().first.flatMap { Int($0) } ?? 2, 20))
+        benchmark.peer = words.dropFirst(2).first != "none"
+        try await benchmark.run()
     case "runtime":
         await runRuntimeBenchmarks()
     case "idle-daemon":
@@ -38,7 +46,7 @@ do {
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
-                + " | scale N[,N…] [idle=S] [rates=R,R…] | idle-daemon [seconds]"
+                + " | scale N[,N…] [idle=S] [rates=R,R…] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
         )
         exit(64)
     }

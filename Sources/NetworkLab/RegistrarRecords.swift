@@ -24,13 +24,14 @@ public struct RegistrarBinding: Hashable, Sendable {
 
 /// One line of the registrar's request log: `NRTEST <kind> name=value … at=<realtime>`.
 ///
-/// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), or a fault played:
-/// `FAULT503`, `FAULTDROP200`, `FAULT481`.
+/// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), `REPLY<status>` (a
+/// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
+/// played: `FAULT503`, `FAULTDROP200`, `FAULT481`.
 public struct RegistrarRequest: Hashable, Sendable {
     public var kind: String
     /// The From user.
     public var user: String
-    /// `name=value` words of the line (`src`, `proto`, `cseq`, `event`, `to`, `expires`, `contact`).
+    /// `name=value` words of the line (`src`, `proto`, `cseq`, `callid`, `event`, `to`, `expires`, `contact`, `method`).
     public var fields: [String: String]
     /// CLOCK_REALTIME seconds when the registrar saw it (``realtime()`` reads the same clock).
     public var at: Double

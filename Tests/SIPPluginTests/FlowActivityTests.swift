@@ -1,4 +1,5 @@
 import Foundation
+import NetworkLab
 import ResilienceCore
 import Testing
 
@@ -31,7 +32,7 @@ struct FlowActivityTests {
         try await agent.register(path: loopbackPath())
         #expect(await script.value)
         // The report is made on the flow's thread right after the answer is handed over.
-        #expect(await eventually { !recorder.all.isEmpty })
+        #expect(await eventually(within: .seconds(10)) { !recorder.all.isEmpty })
         #expect(recorder.all == [[account.registrationService]])
         await agent.close()
     }
