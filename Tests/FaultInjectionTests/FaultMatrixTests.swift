@@ -135,7 +135,9 @@ struct FaultMatrixTests {
             + Double((ContinuousClock.now - ended).components.seconds)
         let since = registrar.requests().filter { $0.at >= began }
         let registers = users.map { user in since.filter { $0.kind == "REGISTER" && $0.user == user }.count }
-        let requests = users.map { user in since.filter { $0.user == user && $0.kind != "REGISTERED" }.count }
+        let requests = users.map { user in
+            since.filter { $0.user == user && $0.kind != "REGISTERED" && !$0.isReply }.count
+        }
         let why = try await probe.divergence(state: finalState) ?? "converged"
         if !pass && why.contains("last SUBSCRIBE") {
             // Bound right, but a subscription never re-sent: after quick successive flow changes
