@@ -1,6 +1,7 @@
 import Foundation
 import NetworkLab
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @testable import SIPPlugin
@@ -35,6 +36,36 @@ extension SIPCallServiceTests {
             #expect(sipp.received("CANCEL") == 1)
             #expect(sipp.received("INVITE") == 2)
             #expect(kamailio.transactionCount(of: "CANCEL", from: account.user) == 1)
+        }
+    }
+
+    /// The fresh INVITE goes the moment `reinvite-call` hands the ringing call its new flow: with
+    /// the runtime's clock standing still (a `ManualClock` nobody advances), the far end is rung
+    /// again all the same, so no poll or timer stands between the two.
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
+    func aRingingCallIsRungAgainTheMomentItHasANewFlow() async throws {
+        try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let recorder = SIPCallSIPpTests.Recorder(agent)
+            let placing = Task {
+                try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            }
+            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+            let call = try #require(ringing?.call)
+            let moved = PluginContext.fixture(
+                path: loopbackPath("127.0.0.2"), clock: ManualClock(), logger: testLogger("still"))
+            try await plugin.perform(action(.register, account.registrationService), context: moved)
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: moved)
+            let rungAgain = await eventually(within: .seconds(10)) { sipp.received("INVITE") == 2 }
+            #expect(rungAgain, "no fresh INVITE while the clock stood still")
+            guard rungAgain else {
+                placing.cancel()
+                return
+            }
+            #expect(try await placing.value == call)
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("CANCEL") == 1)
         }
     }
 }

@@ -1,48 +1,72 @@
 internal import Logging
 internal import ResilienceCore
 
+/// Waiting for a call to change, without polling: a task that needs the call in some state
+/// (its offer slot free, a new flow to ring again from) parks until the agent says the call
+/// changed, a deadline passes or the task is cancelled, then looks again.
+///
 /// One offer/answer at a time per call (RFC 3261 §14.1: no new INVITE transaction while one is
 /// in progress in either direction; an UPDATE with an offer takes the same slot): the slot is
-/// `SIPCall.inviteInFlight`, and a newer offer of ours waits here for it instead of failing.
+/// `SIPCall.inviteInFlight`, and a newer offer of ours waits for it instead of failing.
 ///
-/// Invariants: every path that frees the slot (our INVITE or UPDATE settled, our 2xx to the far
-/// end's offer sent, the call ended) goes through ``offerSlotFreed(_:)``, which resumes the
-/// call's waiters; a waiter is resumed exactly once (slot freed, deadline, or its task cancelled)
-/// and then looks at the call again.
+/// Invariants: every change a waiter may wait for goes through ``callChanged(_:)`` (the offer
+/// slot freed by ``offerSlotFreed(_:)``: our INVITE or UPDATE settled, our 2xx to the far end's
+/// offer sent, the call ended; a ringing call handed a new flow); a parked waiter is resumed
+/// exactly once; every wait is bounded by its deadline and by a count of wake-ups.
 extension SIPUserAgent {
-    /// Waits until the call has no offer in progress (or is over), at most until `deadline`;
-    /// true when the slot is free. A cancelled task stops waiting at once.
+    /// Waits until `ready` holds for the call (nil: the call is over), at most until `deadline`;
+    /// whether it holds then. A cancelled task stops waiting at once.
+    func waitForCall(
+        _ id: CallID, until deadline: ContinuousClock.Instant, _ ready: (SIPCall?) -> Bool
+    ) async -> Bool {
+        for _ in 0..<256 {
+            if ready(calls[id]) { return true }
+            guard clock.now < deadline, !Task.isCancelled else { return false }
+            await park(id, until: deadline)
+        }
+        return ready(calls[id])
+    }
+
+    /// Waits until the call has no offer in progress (or is over), at most until `deadline`.
     func waitForOfferSlot(_ id: CallID, until deadline: ContinuousClock.Instant) async -> Bool {
-        guard calls[id]?.inviteInFlight == true else { return true }
-        nextOfferSlotWaiter &+= 1
-        let token = nextOfferSlotWaiter
+        await waitForCall(id, until: deadline) { $0?.inviteInFlight != true }
+    }
+
+    /// The call's offer/answer ended (or the call did): the slot is free and its waiters go on.
+    func offerSlotFreed(_ id: CallID) {
+        calls[id]?.inviteInFlight = false
+        callChanged(id)
+    }
+
+    /// Resumes every task waiting on call `id`; each looks at the call again.
+    func callChanged(_ id: CallID) {
+        for (token, waiter) in callWaiters where waiter.call == id { resume(token) }
+    }
+
+    /// One wait for the next change of call `id` (or `deadline`, or cancellation).
+    private func park(_ id: CallID, until deadline: ContinuousClock.Instant) async {
+        nextCallWaiter &+= 1
+        let token = nextCallWaiter
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
-            self.resumeOfferSlotWaiter(token)
+            self.resume(token)
         }
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 if Task.isCancelled {
                     continuation.resume()
                 } else {
-                    offerSlotWaiters[token] = (id, continuation)
+                    callWaiters[token] = (id, continuation)
                 }
             }
         } onCancel: {
-            Task { await self.resumeOfferSlotWaiter(token) }
+            Task { await self.resume(token) }
         }
         timer.cancel()
-        return calls[id]?.inviteInFlight != true
     }
 
-    /// The call's offer/answer ended (or the call did): the slot is free and its waiters go on.
-    func offerSlotFreed(_ id: CallID) {
-        calls[id]?.inviteInFlight = false
-        for (token, waiter) in offerSlotWaiters where waiter.call == id { resumeOfferSlotWaiter(token) }
-    }
-
-    private func resumeOfferSlotWaiter(_ token: UInt64) {
-        offerSlotWaiters.removeValue(forKey: token)?.continuation.resume()
+    private func resume(_ token: UInt64) {
+        callWaiters.removeValue(forKey: token)?.continuation.resume()
     }
 
     /// A recovery of call `id` over `flow` (holding the call when `hold`) while an offer of the

@@ -15,9 +15,10 @@ internal import ResilienceCore
 /// app keeps one ``CallID`` throughout and sees the call as `outgoing` with trigger `network`.
 ///
 /// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
-/// 64×T1 for the policy's `reinvite-call` to hand it a new flow, polling at T1, and none when the
-/// INVITE failed while its flow was still up (timer B: the far end is silent, not moved) or
-/// the server ended the flow (no new address: the call ends as before).
+/// 64×T1 for the policy's `reinvite-call` to hand it a new flow and goes the moment it does
+/// (no polling), and none when the INVITE failed while its flow was still up (timer B: the far
+/// end is silent, not moved) or the server ended the flow (no new address: the call ends as
+/// before).
 extension SIPUserAgent {
     static let maximumEarlyRestarts = 3
 
@@ -31,6 +32,7 @@ extension SIPUserAgent {
         if let sent = call.outgoingInvite, sent.headers["Via"]?.contains(" \(flow.sentBy);") == true { return }
         logger.notice("sip.call-early-recovery", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
         calls[id]?.restartFlow = flow
+        callChanged(id)
     }
 
     /// After the INVITE of `id` failed: the flow to ring again from, once `reinvite-call` gave
@@ -42,16 +44,12 @@ extension SIPUserAgent {
         let replaced = (transport !== lost || !lost.isActive) && lastFlowLostByServer != ObjectIdentifier(lost)
         guard replaced || calls[id]?.restartFlow != nil else { return nil }
         let deadline = clock.now + timers.transactionTimeout
-        for _ in 0..<200 {
-            guard let call = calls[id] else { return nil }
-            if let next = call.restartFlow, next.isActive {
-                calls[id]?.restartFlow = nil
-                return next
-            }
-            guard clock.now < deadline else { return nil }
-            do { try await clock.sleep(until: clock.now + timers.t1, tolerance: nil) } catch { return nil }
+        let handed = await waitForCall(id, until: deadline) { call in
+            call == nil || call?.restartFlow?.isActive == true
         }
-        return nil
+        guard handed, let next = calls[id]?.restartFlow, next.isActive else { return nil }
+        calls[id]?.restartFlow = nil
+        return next
     }
 
     /// CANCELs the abandoned INVITE (when a provisional allows it) and gives the call a new
