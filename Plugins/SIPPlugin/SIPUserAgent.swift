@@ -126,7 +126,8 @@ public actor SIPUserAgent {
         callObserver.withLock { $0 = observer }
     }
 
-    /// The runtime's path became satisfied or unsatisfied (see ``pathSatisfied``).
+    /// The runtime's path became satisfied or unsatisfied: while it is unsatisfied, answers to the
+    /// server's requests (and their retransmissions) are not sent.
     public nonisolated func pathChanged(satisfied: Bool) {
         let was = pathSatisfied.withLock { value in
             defer { value = satisfied }

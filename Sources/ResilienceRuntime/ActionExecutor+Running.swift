@@ -302,10 +302,12 @@ extension ActionExecutor.Slot {
     /// `action`'s service. A newer batch blocks because it replaced the prerequisite's own work
     /// of `action`'s batch (an address changed again): a SUBSCRIBE of the older decision must
     /// not start in the moment between the newer batch superseding its REGISTER and replacing it
-    /// too, nor at all before the REGISTER that now binds the account.
+    /// too, nor at all before the REGISTER that now binds the account. A newer flow ping replaces
+    /// nothing (see `replacePending`), so it does not block.
     func blocks(_ action: ActionExecutor.Queued) -> Bool {
         func blocking(_ other: ActionExecutor.Queued) -> Bool {
             if other.batch < action.batch { return true }
+            if other.batch > action.batch && other.action.kind == .pingFlow { return false }
             return !other.action.after.contains(action.action.service)
         }
         if let running, blocking(running.queued) { return true }
