@@ -54,7 +54,9 @@ wall=$(( $(date +%s) - start ))
     echo "\`NETWORKLAB_SEED\` from the failure for the same addresses; \`FAULT_MATRIX_KEEP=DIR\` keeps each"
     echo "cell's debug log and the registrar's requests)."
     # Known issues met in this run (`withKnownIssue` in the suite: the cell still shows FAIL).
-    known=$(grep 'known issue' "$log" | sed 's/^.*cell → //' | cut -c1-240 | sort -u || true)
+    # Each as "what the cell saw (the issue's name)", from the line after the issue and the next.
+    known=$(awk '/recorded a known issue/ { getline what; getline why; sub(/^↳ /, "", what); sub(/^↳ /, "", why)
+        print substr(what, 1, 160) " (" substr(why, 1, 120) ")" }' "$log" | sort -u || true)
     if [ -n "$known" ]; then
         echo
         echo "Known issues met in this run (\`withKnownIssue\`; the cell shows FAIL):"
