@@ -63,4 +63,44 @@ struct SIPSubscriptionFlowTests {
         #expect(registrationReports.withLock { $0 } == 2)
         await plugin.agent(for: account.name)?.close()
     }
+
+    /// The notifier's final NOTIFY overtakes its 200 to our `Expires: 0`: it ends a subscription
+    /// we are ending, so nothing asks the runtime to subscribe again.
+    @Test func aFinalNotifyThatOvertakesTheUnsubscribesAnswerAsksForNoResubscribe() async throws {
+        let peer = try UDPTestPeer()
+        let port = peer.port
+        let losses = LossRecorder()
+        let account = SIPAccount(
+            name: "leaver", registrarHost: "127.0.0.1", registrarPort: port, user: "leaver", domain: "127.0.0.1",
+            password: "secret", expires: 300)
+        let agent = SIPUserAgent(account: account, logger: testLogger("unsubscribe-race"), onFlowLost: losses.record)
+        let service: ServiceID = "leaver.subscription.reg"
+        let script = Task {
+            await peer.run { peer -> [String] in
+                var log: [String] = []
+                let first = SIPSubscriptionPeerTests.firstRequestWait
+                guard let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: first) else {
+                    return log
+                }
+                peer.send(SIPSubscriptionPeerTests.accept(subscribe, tag: "srv", port: port), to: from)
+                guard let (end, _) = SIPSubscriptionPeerTests.nextRequest(peer) else { return log }
+                log.append("unsubscribe expires=\(end.headers["Expires"] ?? "-")")
+                // The final NOTIFY first, its answer, then the 200 to the SUBSCRIBE.
+                let final = SIPSubscriptionPeerTests.notify(
+                    for: subscribe, tag: "srv", state: "terminated;reason=timeout", port: port)
+                peer.send(final, to: from)
+                guard let (answer, _) = SIPSubscriptionPeerTests.nextRequest(peer) else { return log }
+                log.append("notify-answer \(answer.status ?? 0)")
+                peer.send(end.makeResponse(status: 200, reason: "OK").serialized(), to: from)
+                return log
+            }
+        }
+        let path = loopbackPath()
+        try await agent.subscribe(SIPSubscriptionPeerTests.target, service: service, path: path)
+        try await agent.unsubscribe(service: service, path: path)
+        #expect(await script.value == ["unsubscribe expires=0", "notify-answer 200"])
+        #expect(await agent.subscriptionStatus(service).state == .unsubscribed)
+        #expect(losses.all.isEmpty, "asked to resubscribe: \(losses.all)")
+        await agent.close()
+    }
 }

@@ -107,9 +107,12 @@ extension SIPUserAgent {
             return
         }
         let flow = try await flow(for: path)
-        let response = try await sendSubscribe(service: service, expires: 0, over: flow)
-        // Keep the dialog so the notifier's final NOTIFY is answered 200, not 481.
+        try Task.checkCancellation()
+        // Marked before sending: the notifier's final NOTIFY may overtake the 200, and it ends a
+        // subscription this end is ending, not one to resubscribe (no `flow.lost` report). The
+        // dialog stays, so that NOTIFY is answered 200, not 481.
         subscriptions[service]?.status.state = .unsubscribed
+        let response = try await sendSubscribe(service: service, expires: 0, over: flow)
         guard let status = response.status, (200..<300).contains(status) || status == 481 else {
             throw Self.failure(response, "SUBSCRIBE (unsubscribe)")
         }
