@@ -5,8 +5,7 @@ import ResilienceRules
 /// The executor's state machine: starting, finishing, retrying, holding and releasing actions.
 ///
 /// Every mutation of a slot goes through ``store(_:for:)``, which keeps `active` (the non-idle
-/// services) exact, lets services waiting on it re-check (once a submitted batch is wholly in
-/// place), and resumes idle waiters.
+/// services) exact, lets services waiting on it re-check, and resumes idle waiters.
 extension ActionExecutor {
     func replacePending(of id: ServiceID, with queued: [Queued]) {
         var slot = slots[id] ?? Slot()
@@ -226,7 +225,7 @@ extension ActionExecutor {
 
     func store(_ slot: Slot, for id: ServiceID) {
         slots[id] = slot
-        if !replacingBatch, let waiting = dependents.removeValue(forKey: id) {
+        if let waiting = dependents.removeValue(forKey: id) {
             for dependent in waiting.sorted() { tryStart(dependent) }
         }
         guard slot.isIdle else {

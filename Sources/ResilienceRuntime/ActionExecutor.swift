@@ -24,10 +24,7 @@ public import ResilienceRules
 ///   teardown before unregister): from its batch, an older one, or a newer one that replaced the
 ///   prerequisite's work of its batch. A prerequisite whose next action
 ///   itself waits for the dependent does not block it, so a batch's two phases of one service
-///   (bring-up first, unregister last) cannot deadlock. A batch takes all its services' slots
-///   before any dependent is woken, so an older dependent never starts in between (two address
-///   changes in a burst: the call's first re-INVITE would start when the first register was
-///   superseded, before the second register's 200).
+///   (bring-up first, unregister last) cannot deadlock.
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after
 ///   the plugin's `Retry-After` when that is longer; a `Retry-After` above the backoff maximum is
 ///   capped at it, and no retry comes sooner than `BackoffPolicy.minimumDelay`. Every retry
@@ -124,11 +121,6 @@ public actor ActionExecutor {
     var epoch = NetworkEpoch.initial
     var nextToken: UInt64 = 0
     var nextBatch: UInt64 = 0
-    /// True while ``submit(_:epoch:)`` replaces the pending work of its services, one service at
-    /// a time: no dependent starts from that half-replaced state (a call's older recovery would
-    /// start because its registration's slot already holds the newer batch, and then be
-    /// superseded mid-flight); they are woken once every service holds the new batch.
-    var replacingBatch = false
 
     /// - Parameters:
     ///   - plugins: each action goes to the first plugin that `ResiliencePlugin.performs(_:for:)`
@@ -178,12 +170,7 @@ public actor ActionExecutor {
             if byService[action.service] == nil { order.append(action.service) }
             byService[action.service, default: []].append(queued)
         }
-        replacingBatch = true
         for id in order { replacePending(of: id, with: byService[id]!) }
-        replacingBatch = false
-        for id in order {
-            for dependent in (dependents.removeValue(forKey: id) ?? []).sorted() { tryStart(dependent) }
-        }
         for id in order { tryStart(id) }
     }
 

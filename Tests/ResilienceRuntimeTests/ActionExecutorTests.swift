@@ -51,28 +51,6 @@ struct ActionExecutorTests {
         #expect(clock.now == events.recorded.first?.at, "no time passed: nothing waited for the stale attempt")
     }
 
-    /// Two changes in a burst (an address change is an IPv4 and an IPv6 change): the second
-    /// supersedes the first's register in flight, and no re-INVITE of either batch starts before
-    /// the register that replaced it succeeded (the call recovers from the newest binding).
-    @Test func aCallsRecoveryWaitsForTheRegisterThatSupersededTheFirst() async throws {
-        let (executor, events) = makeExecutor()
-        plugin.program([.hang, .gate], for: "reg")
-        let batch = [planned(.register, "reg"), planned(.reinviteCall, "call", after: ["reg"])]
-        await executor.submit(batch, epoch: .initial)
-        await plugin.waitForStarts(count: 1)
-        await executor.submit(batch, epoch: .initial)
-        await plugin.waitForStarts(count: 2)
-        #expect(plugin.starts.allSatisfy { $0.action.kind == .register }, "no re-INVITE before the REGISTER's 200")
-        plugin.release("reg")
-        await executor.waitUntilIdle()
-        let outcomes = events.recorded.map { "\($0.action.kind) \($0.outcome.label)" }
-        #expect(
-            outcomes == [
-                "register started", "register superseded", "reinvite-call superseded", "register started",
-                "register succeeded", "reinvite-call started", "reinvite-call succeeded",
-            ])
-    }
-
     @Test func aNewLossCancelsRunningActionsOfOlderEpochsAndNeverReportsThemSucceeded() async throws {
         let (executor, events) = makeExecutor()
         plugin.program([.hang], for: "a")
