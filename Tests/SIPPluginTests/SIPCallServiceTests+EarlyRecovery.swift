@@ -68,4 +68,29 @@ extension SIPCallServiceTests {
             #expect(sipp.received("CANCEL") == 1)
         }
     }
+
+    /// The ringing call's flow ends on its own (as when its address vanishes an instant before
+    /// the runtime hears of the change: the socket fails first, and the agent reports the flow
+    /// lost): the call waits a moment for `reinvite-call` instead of ending, and is rung again
+    /// from the new address.
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
+    func aRingingCallWhoseFlowDiedWithItsAddressIsRungAgain() async throws {
+        try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let recorder = SIPCallSIPpTests.Recorder(agent)
+            let placing = Task {
+                try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            }
+            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+            let call = try #require(ringing?.call)
+            let flow = try #require(await agent.transport)
+            await agent.flowLost(flow)  // what the flow's close callback does
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(try await placing.value == call, "rung again and answered, not ended")
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("INVITE") == 2)
+        }
+    }
 }
