@@ -46,12 +46,7 @@ extension SIPCallServiceTests {
     func aRingingCallIsRungAgainTheMomentItHasANewFlow() async throws {
         try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
-            let recorder = SIPCallSIPpTests.Recorder(agent)
-            let placing = Task {
-                try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
-            }
-            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
-            let call = try #require(ringing?.call)
+            let (placing, call) = try await placeRinging(agent, to: sipp)
             let moved = PluginContext.fixture(
                 path: loopbackPath("127.0.0.2"), clock: ManualClock(), logger: testLogger("still"))
             try await plugin.perform(action(.register, account.registrationService), context: moved)
@@ -77,12 +72,7 @@ extension SIPCallServiceTests {
     func aRingingCallWhoseFlowDiedWithItsAddressIsRungAgain() async throws {
         try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
             let agent = try #require(plugin.agent(for: account.name))
-            let recorder = SIPCallSIPpTests.Recorder(agent)
-            let placing = Task {
-                try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
-            }
-            let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
-            let call = try #require(ringing?.call)
+            let (placing, call) = try await placeRinging(agent, to: sipp)
             let flow = try #require(await agent.transport)
             await agent.flowLost(flow)  // what the flow's close callback does
             try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
@@ -92,5 +82,14 @@ extension SIPCallServiceTests {
             #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 2)
         }
+    }
+
+    /// Places a call from `agent` to sipp and waits until it rings (hang guard 10 s); the task
+    /// placing it (it returns when the call is answered) and the call.
+    func placeRinging(_ agent: SIPUserAgent, to sipp: SIPpHarness) async throws -> (Task<CallID, any Error>, CallID) {
+        let recorder = SIPCallSIPpTests.Recorder(agent)
+        let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
+        let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+        return (placing, try #require(ringing?.call))
     }
 }
