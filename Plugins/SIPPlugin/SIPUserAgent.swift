@@ -45,6 +45,9 @@ public actor SIPUserAgent {
     /// Outgoing calls hung up while ringing out whose INVITE transaction still runs (see
     /// ``PendingCancel``); an entry leaves when that transaction ends.
     var cancelling: [CallID: PendingCancel] = [:]
+    /// Tasks waiting for a call to change (see `waitForCall(_:until:_:)`).
+    var callWaiters: [UInt64: (call: CallID, continuation: CheckedContinuation<Void, Never>)] = [:]
+    var nextCallWaiter: UInt64 = 0
     /// The last flow the server (or the network) ended, not this agent: a call ringing on it
     /// has no new address to be rung again from.
     var lastFlowLostByServer: ObjectIdentifier?

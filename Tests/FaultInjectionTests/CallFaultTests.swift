@@ -60,37 +60,29 @@ struct CallFaultTests {
             try await lab.inject(.addressChange(f.wifi, .makeBeforeBreak))
             let new = await lab.addresses(of: f.wifi).ipv4
             try #require(new != old)
-            // Known, intermittent (about half the runs here): the address change is two netlink
-            // changes (IPv4, then IPv6), each planning a reinvite-call; the second re-INVITE can go
-            // before the first's 200 is ACKed (sipp sees INVITE CSeq 4 while it waits for ACK 3;
-            // the registrar saw no ACK 3), and the first can leave before the REGISTER from the
-            // new address is confirmed. Both are the plugin's and the executor's to fix.
-            await withKnownIssue(
-                "a second re-INVITE overtakes the first's ACK on an address change", isIntermittent: true
-            ) {
-                let reinvited = await eventually(within: .seconds(20)) { far.received("ACK").count >= 2 }
-                let relayed = f.registrar.requests().map { "\($0.kind) \($0.fields["cseq"] ?? "")" }
-                try #require(reinvited, "no re-INVITE: \(far.diagnostics()); registrar: \(relayed); netres: \(f.log())")
-                let reinvite = far.received("INVITE")[1]
-                #expect(reinvite.header("Contact")?.contains("@\(new):") == true, "\(reinvite.text)")
-                #expect(reinvite.connectionAddress == new, "\(reinvite.text)")
-                let before = await f.packets(of: id)
-                let grew = await eventually(within: .seconds(10)) { await f.packets(of: id) > before + 20 }
-                let after = await f.packets(of: id)
-                #expect(grew, "RTP at the new address: \(before) then \(after)")
-                let address = try await f.mediaAddress(of: id)
-                let listing = try await f.ctl("calls")
-                #expect(address?.hasPrefix("\(new):") == true, "media at \(address ?? "none"), want \(new); \(listing)")
-                let requests = f.registrar.requests().filter { $0.at >= began }
-                let registered = requests.firstIndex { $0.kind == "REGISTERED" }
-                let reinviteAt = requests.firstIndex { $0.kind == "INVITE" }
-                #expect(registered != nil && registered! < reinviteAt ?? -1, "order: \(requests.map(\.kind))")
-            }
-            // When the known issue struck, sipp aborted the call and a BYE would go unanswered.
-            if await far.exitCode(within: .zero) == nil {
-                try await f.ctl("hangup", id)
-                #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
-            }
+            // An address change is a burst (IPv4, then IPv6, a few ms apart); each change plans
+            // register → reinvite-call, and the far end must see one re-INVITE (sipp fails on a
+            // second), its 2xx ACKed, after the REGISTER from the new address was confirmed.
+            let reinvited = await eventually(within: .seconds(20)) { far.received("ACK").count >= 2 }
+            let relayed = f.registrar.requests().map { "\($0.kind) \($0.fields["cseq"] ?? "")" }
+            try #require(reinvited, "no re-INVITE: \(far.diagnostics()); registrar: \(relayed); netres: \(f.log())")
+            let reinvite = far.received("INVITE")[1]
+            #expect(reinvite.header("Contact")?.contains("@\(new):") == true, "\(reinvite.text)")
+            #expect(reinvite.connectionAddress == new, "\(reinvite.text)")
+            let before = await f.packets(of: id)
+            let grew = await eventually(within: .seconds(10)) { await f.packets(of: id) > before + 20 }
+            let after = await f.packets(of: id)
+            #expect(grew, "RTP at the new address: \(before) then \(after)")
+            let address = try await f.mediaAddress(of: id)
+            let listing = try await f.ctl("calls")
+            #expect(address?.hasPrefix("\(new):") == true, "media at \(address ?? "none"), want \(new); \(listing)")
+            let requests = f.registrar.requests().filter { $0.at >= began }
+            let registered = requests.firstIndex { $0.kind == "REGISTERED" && $0.contact.contains("@\(new):") }
+            let reinviteAt = requests.firstIndex { $0.kind == "INVITE" }
+            #expect(registered != nil && registered! < reinviteAt ?? -1, "order: \(requests.map(\.kind))")
+            #expect(requests.filter { $0.kind == "INVITE" }.count == 1, "one re-INVITE: \(requests.map(\.kind))")
+            try await f.ctl("hangup", id)
+            #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics()); netres: \(f.log())")
         }
     }
 
@@ -203,22 +195,18 @@ struct CallFaultTests {
             let words = reply.split(whereSeparator: \.isWhitespace)
             try #require(words.count == 3 && words[0] == "ok", "ctl call: \(reply); sipp: \(far.diagnostics())")
             let id = String(words[2])
-            // Known, intermittent (most runs since calls-sip 8f03a4c): the address change is two
-            // netlink changes; the executor supersedes the first reinvite-call of the ringing call
-            // mid-flight and the second logs sip.call-early-recovery and succeeds, yet no CANCEL and
-            // no new INVITE reach sipp, which answers the old INVITE at the old address.
-            await withKnownIssue("a ringing call is not rung again after an address change", isIntermittent: true) {
-                #expect(far.received("CANCEL").count == 1, "sipp: \(far.diagnostics()); netres: \(f.log())")
-                let second = try #require(far.received("INVITE").last { $0.header("To")?.contains("tag=") == false })
-                #expect(second.header("Contact")?.contains("@\(new):") == true, "\(second.text)")
-                #expect(second.connectionAddress == new, "\(second.text)")
-                let answered = await eventually(within: .seconds(10)) { (try? await f.state(of: id)) == "active" }
-                let listing = try await f.ctl("calls")
-                #expect(
-                    answered, "ctl call: \(reply); calls: \(listing); sipp: \(far.diagnostics()); netres: \(f.log())")
-                try await f.ctl("hangup", id)
-                #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
-            }
+            // `ctl call` returns while the far end still rings: the call is answered (active)
+            // only after the CANCEL and the fresh INVITE, which sipp's log then holds.
+            let answered = await eventually(within: .seconds(15)) { (try? await f.state(of: id)) == "active" }
+            let listing = try await f.ctl("calls")
+            try #require(
+                answered, "ctl call: \(reply); calls: \(listing); sipp: \(far.diagnostics()); netres: \(f.log())")
+            #expect(far.received("CANCEL").count == 1, "sipp: \(far.diagnostics()); netres: \(f.log())")
+            let second = try #require(far.received("INVITE").last { $0.header("To")?.contains("tag=") == false })
+            #expect(second.header("Contact")?.contains("@\(new):") == true, "\(second.text)")
+            #expect(second.connectionAddress == new, "\(second.text)")
+            try await f.ctl("hangup", id)
+            #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
         }
     }
 

@@ -187,9 +187,11 @@ struct SIPCallSIPpTests {
         }
     }
 
-    @Test func aPendingReinviteIsCancelledBeforeTheNewOneGoes() async throws {
+    /// A second recovery while the first re-INVITE (the same offer) is out waits for it; one
+    /// that stalls (the far end answered only 100) for 64×T1 is CANCELled and the new one goes.
+    @Test func aStalledReinviteIsCancelledBeforeTheNewOneGoes() async throws {
         try await withSIPp("uas-supersede") { sipp in
-            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let agent = agent(for: sipp, user: uniqueUser("caller"), timers: SIPTimers(t1: .milliseconds(50)))
             let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
             let first = Task { try await agent.reinvite(call, path: loopbackPath()) }
             // The far end has the first re-INVITE (and answered only 100) before the network

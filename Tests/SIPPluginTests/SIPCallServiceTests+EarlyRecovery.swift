@@ -1,6 +1,7 @@
 import Foundation
 import NetworkLab
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @testable import SIPPlugin
@@ -36,5 +37,59 @@ extension SIPCallServiceTests {
             #expect(sipp.received("INVITE") == 2)
             #expect(kamailio.transactionCount(of: "CANCEL", from: account.user) == 1)
         }
+    }
+
+    /// The fresh INVITE goes the moment `reinvite-call` hands the ringing call its new flow: with
+    /// the runtime's clock standing still (a `ManualClock` nobody advances), the far end is rung
+    /// again all the same, so no poll or timer stands between the two.
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
+    func aRingingCallIsRungAgainTheMomentItHasANewFlow() async throws {
+        try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let (placing, call) = try await placeRinging(agent, to: sipp)
+            let moved = PluginContext.fixture(
+                path: loopbackPath("127.0.0.2"), clock: ManualClock(), logger: testLogger("still"))
+            try await plugin.perform(action(.register, account.registrationService), context: moved)
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: moved)
+            let rungAgain = await eventually(within: .seconds(10)) { sipp.received("INVITE") == 2 }
+            #expect(rungAgain, "no fresh INVITE while the clock stood still")
+            guard rungAgain else {
+                placing.cancel()
+                return
+            }
+            #expect(try await placing.value == call)
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("CANCEL") == 1)
+        }
+    }
+
+    /// The ringing call's flow ends on its own (as when its address vanishes an instant before
+    /// the runtime hears of the change: the socket fails first, and the agent reports the flow
+    /// lost): the call waits a moment for `reinvite-call` instead of ending, and is rung again
+    /// from the new address.
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
+    func aRingingCallWhoseFlowDiedWithItsAddressIsRungAgain() async throws {
+        try await withProxiedCall("uas-ring-again", calls: 2) { _, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let (placing, call) = try await placeRinging(agent, to: sipp)
+            let flow = try #require(await agent.transport)
+            await agent.flowLost(flow)  // what the flow's close callback does
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(try await placing.value == call, "rung again and answered, not ended")
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("INVITE") == 2)
+        }
+    }
+
+    /// Places a call from `agent` to sipp and waits until it rings (hang guard 10 s); the task
+    /// placing it (it returns when the call is answered) and the call.
+    func placeRinging(_ agent: SIPUserAgent, to sipp: SIPpHarness) async throws -> (Task<CallID, any Error>, CallID) {
+        let recorder = SIPCallSIPpTests.Recorder(agent)
+        let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
+        let ringing = await recorder.events(until: { $0.reason == "ringing" }).last
+        return (placing, try #require(ringing?.call))
     }
 }

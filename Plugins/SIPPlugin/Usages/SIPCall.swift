@@ -106,6 +106,10 @@ struct SIPCall {
     var restartFlow: SIPTransport?
     /// The far end listed UPDATE in the `Allow` of its last INVITE or 2xx (RFC 3311 §5.1).
     var peerAllowsUpdate = false
+    /// Our re-INVITE or UPDATE while it has no final response: what it offers.
+    var offerInFlight: SentOffer?
+    /// Our last recovery offer (`reinvite-call`) the far end accepted with a 2xx (see ``SentOffer``).
+    var lastRecovery: SentOffer?
 
     /// Takes in the `Allow` of a message from the far end; one without `Allow` changes nothing.
     mutating func notePeerAllow(_ message: SIPMessage) {
@@ -118,6 +122,25 @@ struct SIPCall {
     var confirmedPhase: CallPhase {
         if !holdReasons.isEmpty { return .held }
         return offerAnswer.remoteHoldsUs ? .remotelyHeld : .active
+    }
+}
+
+/// One offer of ours in a call (INVITE, re-INVITE or UPDATE): the flow it went over (its
+/// Contact and `c=` are that flow's address), whether it held the call, and when it went.
+///
+/// A recovery (`reinvite-call`) whose offer would be the same (same flow, same hold) as the
+/// last recovery the far end accepted since the path last came back carries nothing new: it is
+/// coalesced into it (a burst of changes ends in one re-INVITE).
+struct SentOffer {
+    /// Weak: a flow the agent replaced may go; an offer over a flow that went covers nothing.
+    weak var flow: SIPTransport?
+    let hold: Bool
+    let sentAt: ContinuousClock.Instant
+
+    /// Whether this offer already says what a new one over `flow` with `hold` would, for a
+    /// path whose last loss ended at `lossEnded` (nil: never lost).
+    func covers(flow other: SIPTransport, hold: Bool, lossEnded: ContinuousClock.Instant?) -> Bool {
+        flow === other && self.hold == hold && lossEnded.map { sentAt >= $0 } ?? true
     }
 }
 

@@ -130,13 +130,17 @@ extension SIPUserAgent {
             throw PluginError("an INVITE transaction is already running in call \(id)")
         }
         calls[id]?.inviteInFlight = true
-        defer { calls[id]?.inviteInFlight = false }
+        defer { offerSlotFreed(id) }
         var flow = flow
         var glareRetries = 0
         var challenges = 0
         var restarts = 0
         var generator = SystemRandomNumberGenerator()
-        while true {
+        // Bounded: at most 2 challenges, GlareWait.maximumRetries glare retries and
+        // maximumEarlyRestarts restarts follow the first attempt.
+        for attempt in 0..<16 {
+            // A superseded action sends nothing more; the INVITE already out was settled.
+            if attempt > 0 { try Task.checkCancellation() }
             let (call, offer) = try await makeOffer(id, over: flow, hold: hold)
             let isReinvite = call.dialogID.remoteTag != nil
             var invite = inDialogRequest("INVITE", call: call, flow: flow)
@@ -156,11 +160,23 @@ extension SIPUserAgent {
             }
             request.body = invite.body
             calls[id]?.outgoingInvite = request
+            calls[id]?.heardProvisional = false
             let sentAt = clock.now
-            let final = await runInvite(request, call: id, over: flow)
-            calls[id]?.outgoingInvite = nil
+            calls[id]?.offerInFlight = SentOffer(flow: flow, hold: hold, sentAt: sentAt)
+            let (peer, retries) = (call.peer, glareRetries)
+            let direction: CallDirection = call.isOutgoing ? .outgoing : .incoming
+            // Its own task: once sent, the INVITE is settled (2xx ACKed and its answer taken in,
+            // RFC 3261 §13.2.2.4) even when the executor cancels this action meanwhile.
+            let final = await Task { [request, flow] in
+                await self.settleInvite(request, call: id, over: flow, recovery: recovery != nil) { now in
+                    CallEvent(
+                        call: id, phase: .active, trigger: recovery == nil ? "remote" : "network", peer: peer,
+                        glareRetries: retries, direction: direction, downtime: recovery?.downtime,
+                        reinviteRoundTrip: isReinvite ? now - sentAt : nil,
+                        recoveryTime: recovery.map { now - $0.since })
+                }
+            }.value
             guard let response = final else {
-                calls[id]?.offerAnswer.rollback()
                 if isReinvite { throw PluginError("no answer to the re-INVITE of call \(id)") }
                 if restarts < Self.maximumEarlyRestarts, let next = await flowForEarlyRestart(id, lost: flow) {
                     restarts += 1
@@ -175,16 +191,8 @@ extension SIPUserAgent {
             if (200..<300).contains(status) {
                 // Hung up while ringing: the 2xx crossed our CANCEL and was ACKed and BYEd.
                 guard calls[id] != nil else { throw PluginError.permanent("call \(id) was hung up before the answer") }
-                let now = clock.now
-                let event = CallEvent(
-                    call: id, phase: .active, trigger: recovery == nil ? "remote" : "network", peer: call.peer,
-                    glareRetries: glareRetries, direction: call.isOutgoing ? .outgoing : .incoming,
-                    downtime: recovery?.downtime, reinviteRoundTrip: isReinvite ? now - sentAt : nil,
-                    recoveryTime: recovery.map { now - $0.since })
-                try await answered(id, response: response, reporting: event)
                 return
             }
-            calls[id]?.offerAnswer.rollback()
             switch status {
             case 401 where challenges < 2, 407 where challenges < 2:
                 challenges += 1
@@ -206,6 +214,7 @@ extension SIPUserAgent {
                 throw Self.failure(response, isReinvite ? "re-INVITE" : "INVITE")
             }
         }
+        throw PluginError("INVITE of call \(id): too many attempts")
     }
 
     /// Our next offer in the call (new `o=` version, `c=`/`m=` on the flow's address, held or
@@ -226,9 +235,11 @@ extension SIPUserAgent {
     }
 
     /// A 2xx to our INVITE: confirms the dialog, takes in the answer, tells the media session,
-    /// and publishes `event` with the call's new phase.
-    func answered(_ id: CallID, response: SIPMessage, reporting event: CallEvent) async throws {
-        guard var call = calls[id] else { return }
+    /// and publishes `event` with the call's new phase; false when the call is gone or the
+    /// answer was unusable (the offer is rolled back).
+    @discardableResult
+    func answered(_ id: CallID, response: SIPMessage, reporting event: CallEvent) async -> Bool {
+        guard var call = calls[id] else { return false }
         let toTag = response.tag(in: "To")
         if let newID = dialogs.modify(
             call.dialogID,
@@ -247,7 +258,7 @@ extension SIPUserAgent {
             call.offerAnswer.rollback()
             calls[id] = call
             logger.warning("sip.call-bad-answer", metadata: ["call": "\(id)", "error": "\(error)"])
-            return
+            return false
         }
         call.phase = call.confirmedPhase
         call.notePeerAllow(response)
@@ -256,6 +267,7 @@ extension SIPUserAgent {
         var event = event
         event.phase = call.phase
         publish(event)
+        return true
     }
 
     /// Publishes the call's current phase.
@@ -277,6 +289,7 @@ extension SIPUserAgent {
     /// The call is over: its dialog leaves the table, its media closes, the end is reported.
     func end(_ id: CallID, trigger: String, reason: String, downtime: Duration? = nil) {
         guard var call = calls.removeValue(forKey: id) else { return }
+        offerSlotFreed(id)
         dialogs.remove(call.dialogID)
         call.phase = .ended
         let media = call.media

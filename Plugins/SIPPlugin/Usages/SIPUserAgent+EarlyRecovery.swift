@@ -15,9 +15,10 @@ internal import ResilienceCore
 /// app keeps one ``CallID`` throughout and sees the call as `outgoing` with trigger `network`.
 ///
 /// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
-/// 64×T1 for the policy's `reinvite-call` to hand it a new flow, polling at T1, and none when the
-/// INVITE failed while its flow was still up (timer B: the far end is silent, not moved) or
-/// the server ended the flow (no new address: the call ends as before).
+/// 64×T1 for the policy's `reinvite-call` to hand it a new flow (4×T1 when the flow ended on
+/// its own: it usually went with its address, but a server that ended it sends no new one)
+/// and goes the moment it does (no polling), and none when the INVITE failed while its flow was
+/// still up (timer B: the far end is silent, not moved).
 extension SIPUserAgent {
     static let maximumEarlyRestarts = 3
 
@@ -31,27 +32,28 @@ extension SIPUserAgent {
         if let sent = call.outgoingInvite, sent.headers["Via"]?.contains(" \(flow.sentBy);") == true { return }
         logger.notice("sip.call-early-recovery", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
         calls[id]?.restartFlow = flow
+        callChanged(id)
     }
 
     /// After the INVITE of `id` failed: the flow to ring again from, once `reinvite-call` gave
-    /// one; nil when the INVITE failed on a live flow or no new flow came within 64×T1.
+    /// one; nil when the INVITE failed on a live flow or no new flow came in time: 64×T1 for a
+    /// flow the agent replaced, 4×T1 for one that ended on its own.
     func flowForEarlyRestart(_ id: CallID, lost: SIPTransport) async -> SIPTransport? {
         // The agent drops a flow it replaces before failing its transactions: a flow that is
-        // no longer the agent's was replaced, even while its socket is still closing. A flow the
-        // server ended gets no `reinvite-call` (only a re-REGISTER): nothing to wait for.
-        let replaced = (transport !== lost || !lost.isActive) && lastFlowLostByServer != ObjectIdentifier(lost)
-        guard replaced || calls[id]?.restartFlow != nil else { return nil }
-        let deadline = clock.now + timers.transactionTimeout
-        for _ in 0..<200 {
-            guard let call = calls[id] else { return nil }
-            if let next = call.restartFlow, next.isActive {
-                calls[id]?.restartFlow = nil
-                return next
-            }
-            guard clock.now < deadline else { return nil }
-            do { try await clock.sleep(until: clock.now + timers.t1, tolerance: nil) } catch { return nil }
+        // no longer the agent's was replaced, even while its socket is still closing. A flow
+        // that ended on its own (reported lost) usually went with its address, an instant
+        // before the address change reaches the runtime: its `reinvite-call` comes within
+        // milliseconds, so a short wait; a server that ended the flow sends none (only a
+        // re-REGISTER) and the call ends after that wait.
+        let lostOnItsOwn = lastFlowLostByServer == ObjectIdentifier(lost)
+        guard transport !== lost || !lost.isActive || calls[id]?.restartFlow != nil else { return nil }
+        let deadline = clock.now + (lostOnItsOwn ? timers.t1 * 4 : timers.transactionTimeout)
+        let handed = await waitForCall(id, until: deadline) { call in
+            call == nil || call?.restartFlow?.isActive == true
         }
-        return nil
+        guard handed, let next = calls[id]?.restartFlow, next.isActive else { return nil }
+        calls[id]?.restartFlow = nil
+        return next
     }
 
     /// CANCELs the abandoned INVITE (when a provisional allows it) and gives the call a new

@@ -188,6 +188,7 @@ extension SIPUserAgent {
         current.inviteInFlight = false
         if isInvite { current.awaitingAck = request.cseq?.number }
         calls[id] = current
+        offerSlotFreed(id)
         respond(ok, clock.now)
         if let negotiated { try? await current.media.negotiated(negotiated) }
         report(id, trigger: "remote")

@@ -38,6 +38,29 @@ extension SIPUserAgent {
         return nil
     }
 
+    /// Runs our INVITE of call `id` to its final response and settles the offer: a 2xx is ACKed
+    /// (``runInvite(_:call:over:)``), its answer taken in and reported with `event` (given the
+    /// instant of the answer), and a `recovery`'s offer becomes the call's last recovery; no
+    /// answer or a non-2xx rolls the offer back. Callers run it in a task of its own, so it ends
+    /// the same way whatever happens to theirs. Returns the final response (nil: none came).
+    func settleInvite(
+        _ invite: SIPMessage, call id: CallID, over flow: SIPTransport, recovery: Bool,
+        reporting event: @Sendable (ContinuousClock.Instant) -> CallEvent
+    ) async -> SIPMessage? {
+        let final = await runInvite(invite, call: id, over: flow)
+        calls[id]?.outgoingInvite = nil
+        let offer = calls[id]?.offerInFlight
+        calls[id]?.offerInFlight = nil
+        guard let final, (200..<300).contains(final.status ?? 0) else {
+            calls[id]?.offerAnswer.rollback()
+            return final
+        }
+        if await answered(id, response: final, reporting: event(clock.now)), recovery {
+            calls[id]?.lastRecovery = offer
+        }
+        return final
+    }
+
     /// The ACK for a 2xx to `invite`: to the confirmed dialog's target and route set, or (a
     /// first 2xx, or one to a call hung up meanwhile) to the response's Contact and Record-Route.
     func ackFor(_ invite: SIPMessage, response: SIPMessage, call id: CallID, flow: SIPTransport) -> SIPMessage {

@@ -23,9 +23,13 @@ extension SIPUserAgent {
     /// An outgoing call still ringing is rung again from the new address instead (see
     /// `recoverEarly(_:path:)`).
     ///
-    /// A re-INVITE of ours still pending (the network changed again) is superseded: CANCELled
-    /// when it went out on this same flow (a flow that was replaced took its transaction with
-    /// it), and awaited for at most 64×T1 before the new one goes.
+    /// Only one offer runs per call (RFC 3261 §14.1). One still in progress when the network
+    /// changes again is settled first (`settlePendingOffer(_:toward:hold:)`): ours with the same
+    /// offer is awaited, ours with a stale one CANCELled and awaited, the far end's awaited.
+    /// Then the recovery is coalesced, nothing sent, when the far end already accepted the same
+    /// recovery offer (same flow, so the same Contact and `c=`; same hold state) since the path
+    /// last came back: a burst of changes (an address change is an IPv4 and an IPv6 netlink
+    /// change a few milliseconds apart) ends in one re-INVITE with the newest address.
     /// - Parameters:
     ///   - id: the call.
     ///   - path: the path now; the flow and the media address come from it.
@@ -40,20 +44,17 @@ extension SIPUserAgent {
         let downtime = CallSurvival.downtime(of: loss, createdAt: call.createdAt, survivedUntil: call.survivedUntil)
         if downtime != nil { calls[id]?.survivedUntil = loss?.upperBound }
         let flow = try await flow(for: path)
-        if call.inviteInFlight, let pending = call.outgoingInvite {
-            logger.notice("sip.call-reinvite-superseded", metadata: ["call": "\(id)"])
-            if pending.headers["Via"]?.contains(" \(flow.sentBy);") == true {
-                try? await sendCancel(of: pending, over: flow)
-            }
-            let deadline = clock.now + timers.transactionTimeout
-            while calls[id]?.inviteInFlight == true, clock.now < deadline {
-                try await clock.sleep(until: clock.now + timers.t1, tolerance: nil)
-            }
+        await settlePendingOffer(id, toward: flow, hold: !call.holdReasons.isEmpty)
+        try Task.checkCancellation()
+        guard let settled = calls[id] else { throw PluginError.permanent("call \(id) ended") }
+        let hold = !settled.holdReasons.isEmpty
+        if settled.lastRecovery?.covers(flow: flow, hold: hold, lossEnded: loss?.upperBound) == true {
+            logger.info("sip.call-reinvite-coalesced", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
+            return
         }
         let since = downtime != nil ? (loss?.upperBound ?? started) : started
         let recovery = CallRecovery(downtime: downtime, since: since)
-        let hold = !(calls[id]?.holdReasons.isEmpty ?? true)
-        if calls[id]?.peerAllowsUpdate == true {
+        if settled.peerAllowsUpdate {
             try await sendUpdate(id, over: flow, hold: hold, recovery: recovery)
         } else {
             try await sendInvite(id, over: flow, hold: hold, recovery: recovery)

@@ -18,7 +18,7 @@ extension SIPUserAgent {
             throw PluginError("an offer/answer is already in progress in call \(id)")
         }
         calls[id]?.inviteInFlight = true
-        defer { calls[id]?.inviteInFlight = false }
+        defer { offerSlotFreed(id) }
         var generator = SystemRandomNumberGenerator()
         for glareRetries in 0...GlareWait.maximumRetries {
             let (call, offer) = try await makeOffer(id, over: flow, hold: hold)
@@ -26,13 +26,22 @@ extension SIPUserAgent {
             update.headers.add("Allow", Self.allowedMethods)
             update.headers.add("Content-Type", "application/sdp")
             update.body = Array(offer.serialized().utf8)
+            if glareRetries > 0 { try Task.checkCancellation() }
             let sentAt = clock.now
+            let offered = SentOffer(flow: flow, hold: hold, sentAt: sentAt)
+            calls[id]?.offerInFlight = offered
             let response: SIPMessage
             do {
-                response = try await exchange(update, uri: update.requestURI ?? call.peer, over: flow) {
-                    nextCSeq(in: call.dialogID)
-                }
+                // Its own task: once sent, the UPDATE's answer is taken in even when the executor
+                // cancels this action meanwhile (the far end applied our offer).
+                response = try await Task { [update] in
+                    try await self.exchange(update, uri: update.requestURI ?? call.peer, over: flow) {
+                        self.nextCSeq(in: call.dialogID)
+                    }
+                }.value
+                calls[id]?.offerInFlight = nil
             } catch {
+                calls[id]?.offerInFlight = nil
                 calls[id]?.offerAnswer.rollback()
                 throw error
             }
@@ -44,7 +53,9 @@ extension SIPUserAgent {
                     glareRetries: glareRetries, direction: call.isOutgoing ? .outgoing : .incoming,
                     downtime: recovery?.downtime, reinviteRoundTrip: now - sentAt,
                     recoveryTime: recovery.map { now - $0.since })
-                try await answered(id, response: response, reporting: event)
+                if await answered(id, response: response, reporting: event), recovery != nil {
+                    calls[id]?.lastRecovery = offered
+                }
                 return
             }
             calls[id]?.offerAnswer.rollback()

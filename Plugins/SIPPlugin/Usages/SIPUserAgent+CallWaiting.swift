@@ -1,0 +1,99 @@
+internal import Logging
+internal import ResilienceCore
+
+/// Waiting for a call to change, without polling: a task that needs the call in some state
+/// (its offer slot free, a new flow to ring again from) parks until the agent says the call
+/// changed, a deadline passes or the task is cancelled, then looks again.
+///
+/// One offer/answer at a time per call (RFC 3261 §14.1: no new INVITE transaction while one is
+/// in progress in either direction; an UPDATE with an offer takes the same slot): the slot is
+/// `SIPCall.inviteInFlight`, and a newer offer of ours waits for it instead of failing.
+///
+/// Invariants: every change a waiter may wait for goes through ``callChanged(_:)`` (the offer
+/// slot freed by ``offerSlotFreed(_:)``: our INVITE or UPDATE settled, our 2xx to the far end's
+/// offer sent, the call ended; a ringing call handed a new flow); a parked waiter is resumed
+/// exactly once; every wait is bounded by its deadline and by a count of wake-ups.
+extension SIPUserAgent {
+    /// Waits until `ready` holds for the call (nil: the call is over), at most until `deadline`;
+    /// whether it holds then. A cancelled task stops waiting at once.
+    func waitForCall(
+        _ id: CallID, until deadline: ContinuousClock.Instant, _ ready: (SIPCall?) -> Bool
+    ) async -> Bool {
+        for _ in 0..<256 {
+            if ready(calls[id]) { return true }
+            guard clock.now < deadline, !Task.isCancelled else { return false }
+            await park(id, until: deadline)
+        }
+        return ready(calls[id])
+    }
+
+    /// Waits until the call has no offer in progress (or is over), at most until `deadline`.
+    func waitForOfferSlot(_ id: CallID, until deadline: ContinuousClock.Instant) async -> Bool {
+        await waitForCall(id, until: deadline) { $0?.inviteInFlight != true }
+    }
+
+    /// The call's offer/answer ended (or the call did): the slot is free and its waiters go on.
+    func offerSlotFreed(_ id: CallID) {
+        calls[id]?.inviteInFlight = false
+        callChanged(id)
+    }
+
+    /// Resumes every task waiting on call `id`; each looks at the call again.
+    func callChanged(_ id: CallID) {
+        for (token, waiter) in callWaiters where waiter.call == id { resume(token) }
+    }
+
+    /// One wait for the next change of call `id` (or `deadline`, or cancellation).
+    private func park(_ id: CallID, until deadline: ContinuousClock.Instant) async {
+        nextCallWaiter &+= 1
+        let token = nextCallWaiter
+        let timer = Task { [clock] in
+            guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
+            self.resume(token)
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                if Task.isCancelled {
+                    continuation.resume()
+                } else {
+                    callWaiters[token] = (id, continuation)
+                }
+            }
+        } onCancel: {
+            Task { await self.resume(token) }
+        }
+        timer.cancel()
+    }
+
+    private func resume(_ token: UInt64) {
+        callWaiters.removeValue(forKey: token)?.continuation.resume()
+    }
+
+    /// A recovery of call `id` over `flow` (holding the call when `hold`) while an offer of the
+    /// call is still in progress. Ours with the same offer (same flow, same hold) is awaited: the
+    /// recovery then coalesces into it when it is accepted. Ours with a stale offer (another
+    /// flow, another hold state) is superseded: CANCELled when it went out on this same flow (a
+    /// replaced flow took its transaction with it) and awaited. The far end's is awaited. Each
+    /// wait is bounded by 64×T1; an offer of ours still unanswered then has stalled and is
+    /// CANCELled too.
+    func settlePendingOffer(_ id: CallID, toward flow: SIPTransport, hold: Bool) async {
+        guard let call = calls[id], call.inviteInFlight else { return }
+        let stale = call.offerInFlight.map { !$0.covers(flow: flow, hold: hold, lossEnded: nil) } ?? false
+        logger.notice(
+            stale ? "sip.call-reinvite-superseded" : "sip.call-reinvite-queued", metadata: ["call": "\(id)"])
+        if stale { await cancelPendingInvite(id, over: flow) }
+        if await waitForOfferSlot(id, until: clock.now + timers.transactionTimeout) { return }
+        logger.notice("sip.call-offer-stalled", metadata: ["call": "\(id)"])
+        await cancelPendingInvite(id, over: flow)
+        _ = await waitForOfferSlot(id, until: clock.now + timers.transactionTimeout)
+    }
+
+    /// CANCELs our INVITE of call `id` still without a final response, when it went out on
+    /// `flow` and a provisional allows it (§9.1); best effort.
+    private func cancelPendingInvite(_ id: CallID, over flow: SIPTransport) async {
+        guard let call = calls[id], call.heardProvisional, let pending = call.outgoingInvite,
+            pending.headers["Via"]?.contains(" \(flow.sentBy);") == true
+        else { return }
+        try? await sendCancel(of: pending, over: flow)
+    }
+}
