@@ -151,6 +151,7 @@ extension SIPUserAgent {
         guard let flow = transport else {
             calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
             reply(request.makeResponse(status: 500, reason: "No Flow"))
+            if isInvite { offerSlotFreed(id) }  // the INVITE ended here, its slot with it
             return
         }
         await sendAnswer(to: request, call: id, flow: flow) { transaction.respond($0, at: $1) }
@@ -171,14 +172,17 @@ extension SIPUserAgent {
                 localAddress: flow.localHost, direction: SDPOfferAnswer.answerDirection(to: offer, hold: hold),
                 answering: offer)
         } catch {
-            calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
-            respond(request.makeResponse(status: 488, reason: "Not Acceptable Here"), clock.now)
+            refuse(request, call: id, respond: respond)
             return
         }
-        guard var current = calls[id],
+        guard var current = calls[id] else { return }
+        guard
             let (answer, negotiated) = try? current.offerAnswer.answer(
                 address: flow.localHost, media: sections, hold: hold)
-        else { return }
+        else {
+            refuse(request, call: id, respond: respond)
+            return
+        }
         var ok = request.makeResponse(status: 200, reason: "OK", toTag: current.dialogID.localTag)
         ok.headers.add("Contact", "<\(contactURI(on: flow))>")
         ok.headers.add("Allow", Self.allowedMethods)
@@ -193,6 +197,18 @@ extension SIPUserAgent {
         if let negotiated { try? await current.media.negotiated(negotiated) }
         report(id, trigger: "remote")
         if isInvite { retransmitUntilAck(ok, call: id, respond: respond) }
+    }
+
+    /// Answers the far end's offer 488 and forgets it; an INVITE ends here, and frees the call's
+    /// offer slot with it (a newer offer of ours must not wait 64×T1 for it).
+    private func refuse(
+        _ request: SIPMessage, call id: CallID,
+        respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
+    ) {
+        guard let call = calls[id] else { return }
+        calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
+        respond(request.makeResponse(status: 488, reason: "Not Acceptable Here"), clock.now)
+        if request.method?.uppercased() == "INVITE" { offerSlotFreed(id) }
     }
 
     /// Resends our 2xx on the lent clock until `awaitingAck` clears; no ACK by 64×T1 ends the

@@ -1,0 +1,42 @@
+import Foundation
+import NetworkLab
+import Testing
+
+@testable import SIPPlugin
+
+extension SIPCallSIPpTests {
+    /// The app's media: RTPEchoSession for our offers, but it cannot answer the far end's.
+    final class NoAnswerMedia: MediaSession {
+        let echo = RTPEchoSession()
+        struct Refused: Error {}
+
+        func describe(
+            localAddress: String, direction: SessionDescription.Direction, answering offer: SessionDescription?
+        ) async throws -> [SessionDescription.Media] {
+            guard offer == nil else { throw Refused() }
+            return try await echo.describe(localAddress: localAddress, direction: direction, answering: nil)
+        }
+
+        func negotiated(_ media: NegotiatedMedia) async throws { try await echo.negotiated(media) }
+        func close() async { await echo.close() }
+    }
+
+    /// A re-INVITE whose offer our media session cannot answer is refused 488, and that INVITE
+    /// ends there: the call's one offer slot is free again, so our own hold goes (a slot left
+    /// taken refuses it as "already running", and would hold a recovery's re-INVITE 64×T1).
+    @Test func aReofferTheMediaRefusesIsAnswered488AndFreesTheOfferSlot() async throws {
+        try await withSIPp("uas-refused-reoffer") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let call = try await agent.placeCall(
+                to: "sip:far@127.0.0.1:\(sipp.port)", media: NoAnswerMedia(), path: loopbackPath())
+            let refused = await eventually(within: .seconds(10)) { sipp.messages.contains("SIP/2.0 488") }
+            try #require(refused, "no 488: \(sipp.errors.suffix(800))")
+            #expect(await agent.calls[call]?.inviteInFlight == false)
+            try await agent.hold(call, path: loopbackPath())
+            #expect(await agent.activeCalls[call] == .held)
+            try await agent.hangUp(call, path: loopbackPath())
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            await agent.close()
+        }
+    }
+}
