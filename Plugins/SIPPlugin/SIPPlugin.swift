@@ -155,9 +155,10 @@ public final class SIPPlugin: ResiliencePlugin {
         return true
     }
 
-    /// Holds every account's answers to the server's requests while `path` is unsatisfied.
+    /// Holds every account's answers to the server's requests while `path` is unsatisfied, and
+    /// sends the BYEs of calls hung up meanwhile once it is satisfied again.
     public func pathChanged(_ path: NetworkPath) {
-        for agent in agents.values { agent.pathChanged(satisfied: path.isSatisfied) }
+        for agent in agents.values { agent.pathChanged(path) }
     }
 
     /// The user agent of an account (for tests).

@@ -73,6 +73,10 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
+    /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
+    /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
+    var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
+    nonisolated let hasDeferredByes = Mutex(false)
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
@@ -137,6 +141,14 @@ public actor SIPUserAgent {
             return value
         }
         if was != satisfied { logger.debug("sip.replies", metadata: ["held": "\(!satisfied)"]) }
+    }
+
+    /// The runtime's path changed: as ``pathChanged(satisfied:)``, and when it is satisfied the
+    /// BYEs of calls hung up meanwhile go out.
+    public nonisolated func pathChanged(_ path: NetworkPath) {
+        pathChanged(satisfied: path.isSatisfied)
+        guard path.isSatisfied, hasDeferredByes.withLock({ $0 }) else { return }
+        Task { await self.sendDeferredByes(path: path) }
     }
 
     /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).

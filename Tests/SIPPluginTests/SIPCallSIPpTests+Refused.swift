@@ -1,5 +1,6 @@
 import Foundation
 import NetworkLab
+import ResilienceCore
 import Testing
 
 @testable import SIPPlugin
@@ -35,6 +36,27 @@ extension SIPCallSIPpTests {
             try await agent.hold(call, path: loopbackPath())
             #expect(await agent.activeCalls[call] == .held)
             try await agent.hangUp(call, path: loopbackPath())
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            await agent.close()
+        }
+    }
+}
+
+extension SIPCallSIPpTests {
+    /// Hanging up while the network is gone ends the call at once (no error for the user) and
+    /// sends nothing; the BYE goes when the path is satisfied again, and sipp answers it.
+    @Test func aHangUpWithoutNetworkEndsTheCallAndItsByeGoesWhenThePathReturns() async throws {
+        try await withSIPp("uas-answer-bye") { sipp in
+            let agent = agent(for: sipp, user: uniqueUser("caller"))
+            let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            let lost = NetworkPath(status: .unsatisfied(.noCarrier))
+            agent.pathChanged(lost)
+            try await agent.hangUp(call, path: lost)
+            #expect(await agent.activeCalls[call] == nil, "the call ended for the app")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(sipp.received("BYE") == 0, "a BYE went while the path was down")
+            agent.pathChanged(loopbackPath())
+            #expect(await eventually(within: .seconds(10)) { sipp.received("BYE") == 1 })
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             await agent.close()
         }

@@ -75,42 +75,14 @@ extension SIPUserAgent {
         }
     }
 
-    /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
-    /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
-    /// an incoming one not yet answered.
-    public func hangUp(_ id: CallID, path: NetworkPath) async throws {
-        guard let call = calls[id] else { return }
-        if let pending = call.pendingInvite {
-            pending.transaction.respond(
-                pending.request.makeResponse(status: 603, reason: "Decline", toTag: call.dialogID.localTag),
-                at: clock.now)
-            end(id, trigger: "api", reason: "603")
-            return
-        }
-        let flow = try await flow(for: path)
-        guard call.dialogID.remoteTag != nil else {
-            try await hangUpRingingOut(id, call: call, flow: flow)
-            return
-        }
-        try await bye(id, call: call, flow: flow, trigger: "api", reason: "BYE")
-    }
-
-    /// Ends a confirmed call with BYE: reported ended at once (with `downtime` when the outage
-    /// ended it), then the BYE's transaction runs.
-    func bye(
-        _ id: CallID, call: SIPCall, flow: SIPTransport, trigger: String, reason: String, downtime: Duration? = nil
-    ) async throws {
-        let request = inDialogRequest("BYE", call: call, flow: flow)
-        // The dialog leaves the table with the call; the BYE's CSeq continues from its copy.
-        guard var dialog = dialogs[call.dialogID] else { return }
-        end(id, trigger: trigger, reason: reason, downtime: downtime)
-        _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) { dialog.nextLocalCSeq() }
-    }
-
     /// A request in the call's dialog (§12.2.1.1): Request-URI the remote target, Route the
     /// route set, From/To with both tags. Via, CSeq and Max-Forwards are added by `exchange`.
     func inDialogRequest(_ method: String, call: SIPCall, flow: SIPTransport) -> SIPMessage {
-        let dialog = dialogs[call.dialogID]
+        inDialogRequest(method, call: call, dialog: dialogs[call.dialogID], flow: flow)
+    }
+
+    /// ``inDialogRequest(_:call:flow:)`` for a dialog no longer in the table (a deferred BYE).
+    func inDialogRequest(_ method: String, call: SIPCall, dialog: Dialog?, flow: SIPTransport) -> SIPMessage {
         var request = SIPMessage.request(method, uri: dialog?.remoteTarget ?? call.peer)
         for route in dialog?.routeSet ?? [] { request.headers.add("Route", route) }
         request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(call.dialogID.localTag)")

@@ -1,0 +1,106 @@
+internal import Logging
+public import ResilienceCore
+internal import Synchronization
+
+/// Hanging up: BYE, CANCEL or a final decline. While the network is gone a confirmed call ends
+/// for the app at once and its BYE waits for the path to come back (the far end would
+/// otherwise keep the call until its own timers end it).
+///
+/// Invariants of the deferred BYEs: at most ``deferredByeLimit`` wait (the oldest is dropped,
+/// logged); each is tried once, on the first satisfied path after the hang-up; the dialog left
+/// the table with the call, so nothing else can use it meanwhile.
+extension SIPUserAgent {
+    static let deferredByeLimit = 64
+
+    /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
+    /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
+    /// an incoming one not yet answered. Without a network a confirmed call ends at once and its
+    /// BYE goes when the path returns (`SIPPlugin.pathChanged(_:)`); a ringing one throws.
+    public func hangUp(_ id: CallID, path: NetworkPath) async throws {
+        guard let call = calls[id] else { return }
+        if let pending = call.pendingInvite {
+            pending.transaction.respond(
+                pending.request.makeResponse(status: 603, reason: "Decline", toTag: call.dialogID.localTag),
+                at: clock.now)
+            end(id, trigger: "api", reason: "603")
+            return
+        }
+        let flow: SIPTransport
+        do {
+            flow = try await self.flow(for: path)
+        } catch {
+            // No network: a confirmed call ends now and its BYE waits for the path.
+            guard call.dialogID.remoteTag != nil, calls[id] != nil else { throw error }
+            deferBye(id, call: call, because: error)
+            return
+        }
+        guard call.dialogID.remoteTag != nil else {
+            try await hangUpRingingOut(id, call: call, flow: flow)
+            return
+        }
+        try await bye(id, call: call, flow: flow, trigger: "api", reason: "BYE")
+    }
+
+    /// Ends a confirmed call with BYE: reported ended at once (with `downtime` when the outage
+    /// ended it), then the BYE's transaction runs.
+    func bye(
+        _ id: CallID, call: SIPCall, flow: SIPTransport, trigger: String, reason: String, downtime: Duration? = nil
+    ) async throws {
+        let request = inDialogRequest("BYE", call: call, flow: flow)
+        // The dialog leaves the table with the call; the BYE's CSeq continues from its copy.
+        guard var dialog = dialogs[call.dialogID] else { return }
+        end(id, trigger: trigger, reason: reason, downtime: downtime)
+        _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) { dialog.nextLocalCSeq() }
+    }
+
+    /// Ends the confirmed call `id` now and keeps its BYE for ``sendDeferredByes(path:)``.
+    func deferBye(_ id: CallID, call: SIPCall, because error: any Error) {
+        guard let dialog = dialogs[call.dialogID] else { return }
+        logger.notice(
+            "sip.call-bye-deferred",
+            metadata: ["call": "\(id)", "error": "\(LogText.escaped("\(error)", limit: 120))"])
+        end(id, trigger: "api", reason: "BYE")
+        if deferredByes.count >= Self.deferredByeLimit {
+            let dropped = deferredByes.removeFirst()
+            logger.warning(
+                "sip.call-bye-dropped",
+                metadata: ["call-id": "\(LogText.escaped(dropped.call.dialogID.callID, limit: 64))"])
+        }
+        deferredByes.append((call, dialog))
+        hasDeferredByes.withLock { $0 = true }
+    }
+
+    /// Sends the BYEs of calls hung up while the path was gone, over the flow for `path`.
+    /// A BYE that fails is logged and forgotten (the far end's own timers end its side).
+    func sendDeferredByes(path: NetworkPath) async {
+        let pending = deferredByes
+        deferredByes = []
+        hasDeferredByes.withLock { $0 = false }
+        guard !pending.isEmpty else { return }
+        let flow: SIPTransport
+        do {
+            flow = try await self.flow(for: path)
+        } catch {
+            logger.notice(
+                "sip.call-bye-failed",
+                metadata: ["count": "\(pending.count)", "error": "\(LogText.escaped("\(error)", limit: 120))"])
+            return
+        }
+        for (call, dialog) in pending {
+            var dialog = dialog
+            let request = inDialogRequest("BYE", call: call, dialog: dialog, flow: flow)
+            do {
+                _ = try await exchange(request, uri: request.requestURI ?? call.peer, over: flow) {
+                    dialog.nextLocalCSeq()
+                }
+            } catch {
+                logger.notice(
+                    "sip.call-bye-failed",
+                    metadata: [
+                        "call-id": "\(LogText.escaped(call.dialogID.callID, limit: 64))",
+                        "error": "\(LogText.escaped("\(error)", limit: 120))",
+                    ])
+            }
+        }
+    }
+}
