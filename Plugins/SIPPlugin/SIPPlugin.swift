@@ -158,6 +158,11 @@ public final class SIPPlugin: ResiliencePlugin {
         return true
     }
 
+    /// Holds every account's answers to the server's requests while `path` is unsatisfied.
+    public func pathChanged(_ path: NetworkPath) {
+        for agent in agents.values { agent.pathChanged(satisfied: path.isSatisfied) }
+    }
+
     /// The user agent of an account (for tests).
     public func agent(for account: String) -> SIPUserAgent? { agents[account] }
 
@@ -195,18 +200,24 @@ public final class SIPPlugin: ResiliencePlugin {
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }
             // Only a success gets here: a failed action leaves the service as the manager knows it.
-            let after = await agent.registrationStatus
-            if after != before || [.register, .refreshRegistration, .unregister].contains(action.kind) {
-                report(action.service) { service in
-                    service.expires = after.expires.map { context.now.adding(clamped: .clampedSeconds($0)) }
-                    service.flowPingInterval = after.flowPingInterval
-                }
-            }
+            let forced = [.register, .refreshRegistration, .unregister].contains(action.kind)
+            await reportRegistration(
+                of: agent, service: action.service, since: before, context: context, forced: forced)
         case .subscription(let name, let target):
             let agent = agents[name]!
             switch action.kind {
             case .subscribe, .refreshSubscription:
-                try await agent.subscribe(target, service: action.service, path: context.path)
+                // A SUBSCRIBE on a flow no REGISTER went through registers first: that binding is
+                // reported too, also when the SUBSCRIBE itself then fails.
+                let before = await agent.registrationStatus
+                let registration = agent.account.registrationService
+                do {
+                    try await agent.subscribe(target, service: action.service, path: context.path)
+                } catch {
+                    await reportRegistration(of: agent, service: registration, since: before, context: context)
+                    throw error
+                }
+                await reportRegistration(of: agent, service: registration, since: before, context: context)
                 let granted = await agent.subscriptionStatus(action.service).expires
                 report(action.service) { $0.expires = granted.map { context.now.adding(clamped: .clampedSeconds($0)) } }
             case .unsubscribe:
@@ -237,6 +248,21 @@ public final class SIPPlugin: ResiliencePlugin {
             case .reinviteCall: try await agent.reinvite(call, path: context.path, after: context.lastPathLoss)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")
             }
+        }
+    }
+
+    /// Reports an account's registration service as changed when its status differs from
+    /// `before` (or always when `forced`): its expiry from the action's `now` and its flow-ping
+    /// interval, so the manager re-arms the refresh of a binding whatever action made it.
+    private func reportRegistration(
+        of agent: SIPUserAgent, service: ServiceID, since before: RegistrationStatus, context: PluginContext,
+        forced: Bool = false
+    ) async {
+        let after = await agent.registrationStatus
+        guard forced || after != before else { return }
+        report(service) { service in
+            service.expires = after.expires.map { context.now.adding(clamped: .clampedSeconds($0)) }
+            service.flowPingInterval = after.flowPingInterval
         }
     }
 

@@ -58,11 +58,18 @@ public actor SIPUserAgent {
     var pongWaiter: (id: UInt64, continuation: CheckedContinuation<Bool, Never>, timeout: Task<Void, Never>)?
     var pongGeneration: UInt64 = 0
     var pongCount: UInt64 = 0
-    /// A flow being opened, shared by interleaved actions that need the same address.
-    var opening: (local: String, task: Task<SIPTransport, any Error>)?
+    /// A flow being opened, shared by interleaved actions that need the same address. Only the
+    /// newest opening may become ``transport`` (see ``flow(for:)``): `generation` tells it apart.
+    var opening: (local: String, generation: UInt64, task: Task<SIPTransport, any Error>)?
+    var openingGeneration: UInt64 = 0
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
     public nonisolated let events: AsyncStream<SIPEvent>
     nonisolated let eventContinuation: AsyncStream<SIPEvent>.Continuation
+    /// False while the runtime's path is unsatisfied (``pathChanged(satisfied:)``): answers to the
+    /// server's requests, and their retransmissions, are held (not sent) meanwhile. A server
+    /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
+    /// restore's REGISTER and SUBSCRIBEs bring its state back.
+    nonisolated let pathSatisfied = Mutex(true)
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
@@ -137,6 +144,16 @@ public actor SIPUserAgent {
         callObserver.withLock { $0 = observer }
     }
 
+    /// The runtime's path became satisfied or unsatisfied: while it is unsatisfied, answers to the
+    /// server's requests (and their retransmissions) are not sent.
+    public nonisolated func pathChanged(satisfied: Bool) {
+        let was = pathSatisfied.withLock { value in
+            defer { value = satisfied }
+            return value
+        }
+        if was != satisfied { logger.debug("sip.replies", metadata: ["held": "\(!satisfied)"]) }
+    }
+
     /// Lends the runtime's clock to this agent's timers (each action's `PluginContext.clock`).
     public nonisolated func lend(clock: any RuntimeClock) { self.clock.lend(clock) }
 
@@ -145,6 +162,12 @@ public actor SIPUserAgent {
 
     /// The flow for the current path: the existing one when its address is still the chosen one,
     /// otherwise a new one bound to the path's address (the old one is closed).
+    ///
+    /// Invariant: an opening that a newer one replaced (the address changed again while it
+    /// connected), or that ``closeStaleTransports(path:)`` or ``close()`` dropped, never becomes
+    /// ``transport``: it is closed when it completes and its waiters get an error. Otherwise a
+    /// slow opening for an older address could replace the newer flow that the REGISTER went
+    /// through, and every later SUBSCRIBE would open a third flow nobody registers.
     func flow(for path: NetworkPath) async throws -> SIPTransport {
         let remote = try await registrarAddress()
         let family: AddressFamily = remote.protocol == .inet6 ? .ipv6 : .ipv4
@@ -164,10 +187,29 @@ public actor SIPUserAgent {
                 await stale.close(graceful: false)
             }
         }
-        let task = Task { try await openFlow(local: local, remote: remote) }
-        opening = (local, task)
-        defer { if opening?.task == task { opening = nil } }
-        let opened = try await task.value
+        openingGeneration += 1
+        let generation = openingGeneration
+        let task = Task {
+            do {
+                return try await install(try await openFlow(local: local, remote: remote), generation: generation)
+            } catch {
+                if opening?.generation == generation { opening = nil }
+                throw error
+            }
+        }
+        opening = (local, generation, task)
+        return try await task.value
+    }
+
+    /// Makes a just-opened flow the agent's ``transport``, unless its opening was replaced or
+    /// dropped meanwhile (see ``flow(for:)``): then it is closed instead.
+    private func install(_ opened: SIPTransport, generation: UInt64) async throws -> SIPTransport {
+        guard opening?.generation == generation else {
+            logger.info("sip.transport-superseded", metadata: ["address": "\(opened.localHost)"])
+            await opened.close(graceful: false)
+            throw PluginError("the flow from \(opened.localHost) was superseded while it opened")
+        }
+        opening = nil
         transport = opened
         return opened
     }
@@ -191,7 +233,8 @@ public actor SIPUserAgent {
         serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
         let layer = TransactionLayer(
             clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
-            reliable: account.transport != .udp, onResponse: activity.responseArrived(at:))
+            reliable: account.transport != .udp, onResponse: activity.responseArrived(at:),
+            mayReply: { [weak self] in self?.pathSatisfied.withLock { $0 } ?? true })
         do {
             return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, tls: account.tls,
@@ -241,6 +284,7 @@ public actor SIPUserAgent {
 
     /// Closes the flow when its local address is no longer on the path.
     public func closeStaleTransports(path: NetworkPath) async {
+        if let opening, !path.addresses.contains(where: { $0.address == opening.local }) { self.opening = nil }
         guard let current = transport else { return }
         if !path.addresses.contains(where: { $0.address == current.localHost }) {
             logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
@@ -254,6 +298,7 @@ public actor SIPUserAgent {
     public func close() async {
         inboundSession?.sink.finish()
         inboundSession = nil
+        opening = nil
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
@@ -298,6 +343,8 @@ public actor SIPUserAgent {
         var freshChallengeSent = false
         var staleRetried = false
         for _ in 0..<4 {
+            // A cancelled action (superseded, or its epoch lost the path) sends nothing more.
+            try Task.checkCancellation()
             var request = SIPMessage(startLine: template.startLine)
             request.headers.add(
                 "Via", flow.newVia())

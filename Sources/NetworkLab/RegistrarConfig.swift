@@ -3,7 +3,8 @@ import Foundation
 /// The Kamailio configuration of ``LabRegistrar``: registrar with digest auth (user U's password is
 /// `secret-U`), presence (presence, reg, message-summary, dialog), a request log (`NRTEST` lines,
 /// ``RegistrarRequest``, replies the proxy relays included), and a proxy for calls: a new INVITE is
-/// challenged (407) unless it comes from this host (a far end such as sipp beside the registrar),
+/// challenged (407) unless it comes from the registrar's own host in a lab (a far end such as sipp
+/// beside the registrar; on loopback every INVITE is challenged),
 /// record-routed and relayed to the registered contact of its Request-URI's user, or to the URI
 /// itself when it names another host:port; in-dialog requests follow their Route.
 ///
@@ -119,9 +120,12 @@ enum RegistrarConfig {
             sl_send_reply("404", "Not Here");
         }
 
-        # Replies the proxy relays are logged too (the witness of a 200 OK to a re-INVITE).
+        # Replies the proxy relays to a call's requests are logged too (the witness of a 200 OK to a
+        # re-INVITE); the presence server's own PUBLISH/NOTIFY replies would crowd the log.
         onreply_route {
-            xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
+            if (is_method("INVITE|UPDATE|BYE|CANCEL")) {
+                xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
+            }
         }
 
         # Calls. A new INVITE is authenticated (407), record-routed and relayed to the
@@ -153,8 +157,9 @@ enum RegistrarConfig {
                 sl_send_reply("404", "Not Here");
                 exit;
             }
-            # Requests from a far end on this host (sipp beside the registrar) are not challenged.
-            if (src_ip != myself) {
+            # A far end on the registrar's host of a lab (sipp beside the registrar) is not
+            # challenged; on loopback every party shares the address, so everyone is.
+            if (src_ip != myself || $si == "127.0.0.1" || $si == "::1") {
                 $var(password) = "secret-" + $fU;
                 if (!pv_auth_check("$fd", "$var(password)", "0", "1")) {
                     auth_challenge("$fd", "1");

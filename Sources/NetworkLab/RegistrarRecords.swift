@@ -36,6 +36,9 @@ public struct RegistrarRequest: Hashable, Sendable {
     /// CLOCK_REALTIME seconds when the registrar saw it (``realtime()`` reads the same clock).
     public var at: Double
 
+    /// Whether the line is a relayed reply (`REPLY<status>`), not a request.
+    public var isReply: Bool { kind.hasPrefix("REPLY") }
+
     /// The Contact of a `REGISTERED` or `FAULTDROP200` line; empty on other lines.
     public var contact: String { fields["contact"] ?? "" }
 

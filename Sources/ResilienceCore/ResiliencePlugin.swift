@@ -38,6 +38,13 @@ public protocol ResiliencePlugin: Service {
     /// (a granted expiry, a flow-ping interval), services that appeared or ended. The manager
     /// reads it once, from ``run()``, and applies every report in order (see ``PluginReport``).
     var reports: AsyncStream<PluginReport> { get }
+
+    /// The path the manager decided on: the initial one, then after every network transition it
+    /// decides (after the policy's hold-down), in decision order. Traffic a plugin sends outside
+    /// actions (answers to a server's requests, their retransmissions) is held while the path is
+    /// unsatisfied: nothing leaves the client until the path returns. Called on the manager;
+    /// must return at once (no I/O). By default a plugin ignores it.
+    func pathChanged(_ path: NetworkPath)
 }
 
 extension ResiliencePlugin {
@@ -49,6 +56,9 @@ extension ResiliencePlugin {
 
     /// Plugins that learn nothing between actions report nothing.
     public var reports: AsyncStream<PluginReport> { AsyncStream { $0.finish() } }
+
+    /// Plugins that send nothing outside actions need not hear of the path.
+    public func pathChanged(_ path: NetworkPath) {}
 }
 
 /// What the executor lends a plugin for one action.

@@ -32,14 +32,8 @@ public enum ControlClient {
     /// A connected unix stream socket to `path` with send and receive timeouts; the caller closes it.
     /// - Throws: ``DaemonError`` when the path is too long or the socket cannot be reached.
     public static func connect(socket path: String, timeoutSeconds: Int = 10) throws(DaemonError) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard var address = sockaddr_un(path: Array(path.utf8)) else {
             throw DaemonError("control socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, b) in bytes.enumerated() { raw[i] = b }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("socket") }

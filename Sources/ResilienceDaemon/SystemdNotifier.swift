@@ -40,13 +40,9 @@ public struct SystemdNotifier: Sendable {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
         var bytes = Array(socketPath.utf8)
         if bytes.first == UInt8(ascii: "@") { bytes[0] = 0 }  // the abstract namespace
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.enumerated() { raw[index] = byte }
-        }
+        guard var address = sockaddr_un(path: bytes) else { return false }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
         let sent = message.utf8CString.withUnsafeBufferPointer { text in
             withUnsafePointer(to: &address) {

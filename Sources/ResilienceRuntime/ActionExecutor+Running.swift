@@ -298,10 +298,16 @@ extension ActionExecutor.Slot {
     }
 
     /// Whether this (prerequisite) service still has work that must finish before `action`:
-    /// anything from an older batch, or from the same batch unless it waits for `action`'s service.
+    /// anything from an older batch, or from the same or a newer batch unless it waits for
+    /// `action`'s service. A newer batch blocks because it replaced the prerequisite's own work
+    /// of `action`'s batch (an address changed again): a SUBSCRIBE of the older decision must
+    /// not start in the moment between the newer batch superseding its REGISTER and replacing it
+    /// too, nor at all before the REGISTER that now binds the account. A newer flow ping replaces
+    /// nothing (see `replacePending`), so it does not block.
     func blocks(_ action: ActionExecutor.Queued) -> Bool {
         func blocking(_ other: ActionExecutor.Queued) -> Bool {
-            if other.batch != action.batch { return other.batch < action.batch }
+            if other.batch < action.batch { return true }
+            if other.batch > action.batch && other.action.kind == .pingFlow { return false }
             return !other.action.after.contains(action.action.service)
         }
         if let running, blocking(running.queued) { return true }

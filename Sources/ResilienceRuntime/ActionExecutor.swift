@@ -20,8 +20,9 @@ public import ResilienceRules
 ///   reports them ``ActionOutcome/cancelled``; a cancelled or superseded action is never reported
 ///   as succeeded, whatever its plugin returns later.
 /// - An action whose `after` names other services starts only when those services have nothing
-///   running or pending from its batch or an older one (registration before the same account's
-///   subscriptions and calls; their teardown before unregister). A prerequisite whose next action
+///   running or pending (registration before the same account's subscriptions and calls; their
+///   teardown before unregister): from its batch, an older one, or a newer one that replaced the
+///   prerequisite's work of its batch. A prerequisite whose next action
 ///   itself waits for the dependent does not block it, so a batch's two phases of one service
 ///   (bring-up first, unregister last) cannot deadlock.
 /// - A retryable failure or a timeout is retried after a jittered exponential backoff, or after

@@ -70,6 +70,7 @@ extension ResilienceManager {
                 // `.initial` is no change, but the rules and the executor must start from it: the
                 // executor hands plugins this path (their local addresses) until the next transition.
                 rules.setPath(transition.path)
+                for plugin in plugins { plugin.pathChanged(rules.path) }
                 await executor.networkChanged(rules.path, network: await source.snapshot(), epoch: epoch)
                 if !hasStarted {
                     hasStarted = true
@@ -212,6 +213,7 @@ extension ResilienceManager {
         if item.transition != nil {
             // The engine's path, just taken from this transition: status and the executor agree.
             let path = rules.path
+            for plugin in plugins { plugin.pathChanged(path) }
             let snapshot = await source.snapshot()
             guard !isShuttingDown else { return }
             let downtime: Duration? = if case .restored(let downtime) = item.transition?.kind { downtime } else { nil }

@@ -31,6 +31,9 @@ public import ServiceLifecycle
 ///   next flow ping is re-armed from then (``WakeUpScheduler/flowActive(_:)``), so a successful
 ///   REGISTER is never followed by a ping at the old deadline.
 /// - Every loss starts a new `NetworkEpoch`; every decision carries the epoch current then.
+/// - Every plugin hears the path through `ResiliencePlugin.pathChanged(_:)` before the executor
+///   gets it: the initial path, then each decided transition's (so a loss holds a plugin's own
+///   traffic exactly when the executor starts holding actions).
 /// - Service calls (`register`, `update`, `remove`) take effect at once for ``status()``; app
 ///   events (`handle`, `setAppState`) and path transitions once decided: the app state, the
 ///   interruption and the network path (availability is derived from it) have one owner, the

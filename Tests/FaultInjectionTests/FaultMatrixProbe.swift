@@ -69,6 +69,20 @@ struct FaultMatrixProbe {
         return (String(text[..<range.lowerBound]), String(text[range.upperBound...]))
     }
 
+    /// Waits until the phone sent nothing towards the registrar for `quiet` (at most `attempts`
+    /// tries): the app state's own traffic has settled before the fault (in background, the
+    /// answer to the presence unsubscribe's final NOTIFY; over TCP, until it is acknowledged, or
+    /// the kernel retransmits it after the fault began and it counts as sent while down).
+    func waitForQuiet(_ quiet: Duration = .milliseconds(500), attempts: Int = 10) async throws {
+        var last = try await sample()
+        for _ in 0..<attempts {
+            try await Task.sleep(for: quiet)
+            let now = try await sample()
+            if now.before == last.after && now.closingBefore == last.closingAfter { return }
+            last = now
+        }
+    }
+
     /// Packets sent while wifi was seen unusable in two samples in a row (sampling every ~100 ms
     /// while `body` runs, at most 600 samples), leaving out the first such pair after the path
     /// went: the client needs a moment to hear of the loss from netlink.
@@ -104,6 +118,15 @@ struct FaultMatrixProbe {
             previousWasDown = bothDown
         }
         return (sent, closing, down)
+    }
+
+    /// Whether a registrar log line is a request the client sent: not one of the registrar's
+    /// notes (`REGISTERED`, `AUTHORIZED`, `FAULT…`), a reply it relayed, or a request of its own
+    /// (the reg event's PUBLISH comes from the registrar's address).
+    static func sentByClient(_ request: RegistrarRequest) -> Bool {
+        let notes = ["REGISTERED", "AUTHORIZED", "FAULT"]
+        return !request.isReply && !notes.contains { request.kind.hasPrefix($0) }
+            && !(request.fields["src"] ?? "").hasPrefix("\(LabAddress.service4):")
     }
 
     /// Each account bound exactly once at wifi's current address, and its subscriptions as the

@@ -121,7 +121,8 @@ final class HookLab {
     let directory: String
     let records: String
     let errorLog: String
-    private let root: String
+    /// The lab's folder: ``directory``, ``records`` and ``errorLog`` are inside.
+    let root: String
     private let marker = "netres-hook-lab-\(UUID().uuidString)"
 
     init() throws {

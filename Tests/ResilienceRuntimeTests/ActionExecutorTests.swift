@@ -93,6 +93,31 @@ struct ActionExecutorTests {
         }
     }
 
+    /// A newer decision arrives while the registration still works on the older one (closing a
+    /// stale transport): the older decision's SUBSCRIBE never starts (its register was superseded;
+    /// starting it anyway sent one SUBSCRIBE per decision in a netlink overrun's burst), and the
+    /// newer one starts once, after the newer register succeeded.
+    @Test func aSupersededBatchsSubscriptionNeverStartsBeforeTheNewerRegister() async throws {
+        let (executor, events) = makeExecutor()
+        plugin.program([.hang, .succeed, .succeed, .succeed], for: "reg")
+        func decision() -> [PlannedAction] {
+            [
+                planned(.closeStaleTransports, "reg"), planned(.register, "reg"),
+                planned(.subscribe, "sub", after: ["reg"]),
+            ]
+        }
+        await executor.submit(decision(), epoch: .initial)
+        await plugin.waitForStarts(count: 1)
+        await executor.submit(decision(), epoch: .initial)
+        await executor.waitUntilIdle()
+        let items = events.recorded
+        let subscribeStarts = items.indices.filter { items[$0].action.kind == .subscribe && items[$0].isStarted }
+        let registered = items.firstIndex { $0.action.kind == .register && $0.isSucceeded }
+        #expect(subscribeStarts.count == 1, "\(items.map { "\($0.action.kind) \($0.outcome.label)" })")
+        #expect(registered != nil && subscribeStarts.allSatisfy { $0 > registered! })
+        #expect(plugin.starts.filter { $0.action.kind == .subscribe }.count == 1)
+    }
+
     /// A batch where the registration both goes first and last (bring-up, subscriptions, then
     /// unregister after them) must not deadlock.
     @Test func aServiceFirstAndLastInOneBatchDoesNotDeadlockItsDependents() async throws {

@@ -24,8 +24,18 @@ struct TransactionLayer: Sendable {
     let reliable: Bool
     /// Hears every response that matched a client transaction: the flow is proven alive.
     let onResponse: @Sendable (ContinuousClock.Instant) -> Void
+    /// False while the path is down: every answer (first copy or retransmission) is dropped then.
+    var mayReply: @Sendable () -> Bool = { true }
 
-    func receive(_ message: SIPMessage, reply: @escaping @Sendable (SIPMessage) -> Void) {
+    func receive(_ message: SIPMessage, reply send: @escaping @Sendable (SIPMessage) -> Void) {
+        let (mayReply, log) = (self.mayReply, self.log)
+        let reply: @Sendable (SIPMessage) -> Void = { answer in
+            guard mayReply() else {
+                log.log(.info, "sip.reply-held", metadata: Self.describe(answer))
+                return
+            }
+            send(answer)
+        }
         let now = clock.now
         guard message.isRequest else {
             if clients.deliver(message, at: now) == .unknown {

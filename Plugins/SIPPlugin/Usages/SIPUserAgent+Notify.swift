@@ -48,7 +48,9 @@ extension SIPUserAgent {
         let wasEnded = if case .terminated = state.status.state { true } else { false }
         let (subscriptionState, expires, retryAfter) = SubscriptionStatus.State.parse(
             request.headers["Subscription-State"] ?? "active")
-        state.status.state = subscriptionState
+        // An end already known (this end unsubscribed, or an earlier final NOTIFY) stays the end.
+        let endsAgain = if case .terminated = subscriptionState { wasEnded } else { false }
+        if !endsAgain { state.status.state = subscriptionState }
         state.status.expires = expires ?? state.status.expires
         state.status.retryAfter = retryAfter
         state.status.notifyCount += 1

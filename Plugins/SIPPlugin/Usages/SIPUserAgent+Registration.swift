@@ -77,6 +77,8 @@ extension SIPUserAgent {
     ///   than 408/423/480, permanent for rejected credentials.
     public func register(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
+        // Superseded while the flow opened: the newer action binds, this one must not touch the state.
+        try Task.checkCancellation()
         let contact = contactURI(on: flow)
         if let previous = registration.contact, previous != contact, !registration.staleContacts.contains(previous) {
             registration.staleContacts.append(previous)

@@ -7,8 +7,9 @@ extension SIPUserAgent {
     }
 
     /// Creates or refreshes a subscription (RFC 6665). On a flow no REGISTER has gone through yet
-    /// while the account may be bound, it throws a retryable error instead of sending (the
-    /// registrar sees the REGISTER first). A refresh answered with 481 recreates the
+    /// while the account may be bound, it registers through that flow first (the registrar sees
+    /// the REGISTER first), so a SUBSCRIBE never waits for a REGISTER no decision will send; a
+    /// failed REGISTER fails the SUBSCRIBE with its error. A refresh answered with 481 recreates the
     /// dialog once; so does the first SUBSCRIBE after the subscription's flow was lost (the
     /// notifier may have lost it too). After a terminating NOTIFY (RFC 6665 §4.1.3) it opens a
     /// new dialog, first waiting once as the NOTIFY asked (at once, after the clamped
@@ -36,12 +37,22 @@ extension SIPUserAgent {
         } else {
             openSubscription(target, service: service, resource: resource)
         }
-        let flow = try await flow(for: path)
-        // A flow opened since the last REGISTER (the old one was lost) carries no binding yet: the
-        // registrar must see the REGISTER first, whichever decision asked for this SUBSCRIBE.
+        var flow = try await flow(for: path)
+        // A flow opened since the last REGISTER (the old one was lost, or the address changed
+        // again after the REGISTER) carries no binding yet: the registrar must see the REGISTER
+        // first, whichever decision asked for this SUBSCRIBE. Waiting for one is no option: no
+        // decision may be on its way (the registration's action already succeeded on another flow).
         if registration.granted != nil || registration.outcomeUnknown, registration.registeredFlow !== flow {
-            throw PluginError("SUBSCRIBE \(target.package.sipEvent) waits for the REGISTER on the new flow")
+            logger.notice(
+                "sip.subscribe-registers",
+                metadata: ["event": "\(target.package.sipEvent)", "reason": "flow not registered"])
+            try await register(path: path)
+            flow = try await self.flow(for: path)
+            guard registration.registeredFlow === flow else {
+                throw PluginError("SUBSCRIBE \(target.package.sipEvent): the flow changed again while registering")
+            }
         }
+        try Task.checkCancellation()
         for _ in 0..<3 {
             guard let expires = subscriptions[service]?.expires else { throw CancellationError() }
             let response = try await sendSubscribe(service: service, expires: expires, over: flow)
@@ -96,9 +107,12 @@ extension SIPUserAgent {
             return
         }
         let flow = try await flow(for: path)
-        let response = try await sendSubscribe(service: service, expires: 0, over: flow)
-        // Keep the dialog so the notifier's final NOTIFY is answered 200, not 481.
+        try Task.checkCancellation()
+        // Marked before sending: the notifier's final NOTIFY may overtake the 200, and it ends a
+        // subscription this end is ending, not one to resubscribe (no `flow.lost` report). The
+        // dialog stays, so that NOTIFY is answered 200, not 481.
         subscriptions[service]?.status.state = .unsubscribed
+        let response = try await sendSubscribe(service: service, expires: 0, over: flow)
         guard let status = response.status, (200..<300).contains(status) || status == 481 else {
             throw Self.failure(response, "SUBSCRIBE (unsubscribe)")
         }
