@@ -34,6 +34,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-collections", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -61,7 +62,10 @@ let package = Package(
         // Executor, keep-alive scheduler and the ResilienceManager facade.
         .target(
             name: "ResilienceRuntime",
-            dependencies: ["ResilienceCore", "ResilienceRules", log, metrics, lifecycle],
+            dependencies: [
+                "ResilienceCore", "ResilienceRules", log, metrics, lifecycle,
+                .product(name: "HeapModule", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings
         ),
         // The only importer of CNetlink.

@@ -67,13 +67,16 @@ public final class SIPPlugin: ResiliencePlugin {
         self.reportContinuation = reportContinuation
         var agents: [String: SIPUserAgent] = [:]
         var pacers: [String: RegistrarPacer] = [:]
+        // One UDP socket per local address and registrar for all accounts (see `DatagramFlowHub`).
+        let flows = DatagramFlowHub(log: ThrottledLog(logger: logger, clock: ContinuousClock()))
         for account in accounts {
             let registrar =
                 "\(account.transport.rawValue):\(account.registrarHost.lowercased()):\(account.registrarPort)"
             let pacer = pacers[registrar] ?? RegistrarPacer(settings: pacing)
             pacers[registrar] = pacer
             agents[account.name] = SIPUserAgent(
-                account: account, timers: timers, logger: logger, pacer: pacer, callSurvivalBudget: callSurvivalBudget,
+                account: account, timers: timers, logger: logger, clock: ContinuousClock(), pacer: pacer,
+                callSurvivalBudget: callSurvivalBudget, flows: flows,
                 onFlowLost: { reportContinuation.yield(.flowLost($0)) },
                 onFlowActive: { reportContinuation.yield(.flowActive($0)) })
         }

@@ -86,6 +86,12 @@ public actor SIPUserAgent {
     /// A call whose path was lost longer than this is ended on return (policy
     /// `call-survival-budget`); zero keeps calls across any outage.
     public nonisolated let callSurvivalBudget: Duration
+    /// The shared UDP sockets of the plugin (one per local address and registrar); nil gives
+    /// each UDP flow a socket of its own.
+    nonisolated let flows: DatagramFlowHub?
+    /// Starts the branch of every request this agent sends, on any of its flows, so a shared
+    /// socket hands the responses to this agent (see `DatagramRoutes`).
+    nonisolated let flowTag = SIPTransport.newFlowTag()
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -107,6 +113,18 @@ public actor SIPUserAgent {
         onFlowLost: @escaping @Sendable ([ServiceID]) -> Void = { _ in },
         onFlowActive: @escaping @Sendable ([ServiceID]) -> Void = { _ in }
     ) {
+        self.init(
+            account: account, timers: timers, logger: logger, clock: clock, pacer: pacer,
+            callSurvivalBudget: callSurvivalBudget, flows: nil, onFlowLost: onFlowLost, onFlowActive: onFlowActive)
+    }
+
+    /// The public initializer's, plus `flows`: the plugin's shared UDP sockets.
+    init(
+        account: SIPAccount, timers: SIPTimers, logger: Logger, clock: any RuntimeClock, pacer: RegistrarPacer,
+        callSurvivalBudget: Duration, flows: DatagramFlowHub?,
+        onFlowLost: @escaping @Sendable ([ServiceID]) -> Void, onFlowActive: @escaping @Sendable ([ServiceID]) -> Void
+    ) {
+        self.flows = flows
         self.account = account
         self.callSurvivalBudget = max(callSurvivalBudget, .zero)
         self.pacer = pacer
@@ -236,6 +254,7 @@ public actor SIPUserAgent {
             return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, tls: account.tls,
                 serverName: SIPTLS.serverName(account.tls, host: account.registrarHost), log: throttledLog,
+                user: account.user, flowTag: flowTag, flows: flows,
                 onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
                 onPong: { [weak self] in Task { await self?.pongReceived() } },
                 inbound: layer.receive)
@@ -343,7 +362,7 @@ public actor SIPUserAgent {
             try Task.checkCancellation()
             var request = SIPMessage(startLine: template.startLine)
             request.headers.add(
-                "Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+                "Via", flow.newVia())
             request.headers.add("Max-Forwards", "70")
             for field in template.headers { request.headers.add(field.name, field.value) }
             request.headers.set("CSeq", "\(nextCSeq()) \(method)")

@@ -58,9 +58,10 @@ public actor WakeUpScheduler {
     private let clock: any RuntimeClock
     private let configuration: Configuration
     private let onDue: @Sendable (_ refresh: [ServiceID], _ ping: [ServiceID]) -> Void
-    private var dueAt: [ServiceID: ContinuousClock.Instant] = [:]
+    /// Refresh instants, earliest first (a heap: re-arming one of 1,000 costs O(log n)).
+    private var dueAt = DeadlineQueue<ServiceID>()
     private var intervals: [ServiceID: Duration] = [:]
-    private var pingAt: [ServiceID: ContinuousClock.Instant] = [:]
+    private var pingAt = DeadlineQueue<ServiceID>()
     private var lastRefresh: [ServiceID: ContinuousClock.Instant] = [:]
     private var random: SplitMix64
     private var lastWakeUp: ContinuousClock.Instant?
@@ -142,8 +143,10 @@ public actor WakeUpScheduler {
     public func remove(_ service: ServiceID) {
         intervals.removeValue(forKey: service)
         lastRefresh.removeValue(forKey: service)
-        let hadPing = pingAt.removeValue(forKey: service) != nil
-        guard dueAt.removeValue(forKey: service) != nil || hadPing else { return }
+        let had = dueAt[service] != nil || pingAt[service] != nil
+        dueAt[service] = nil
+        pingAt[service] = nil
+        guard had else { return }
         rearm()
     }
 
@@ -166,8 +169,8 @@ public actor WakeUpScheduler {
 
     private func nextInstant() -> ContinuousClock.Instant? {
         guard !stopped else { return nil }
-        var refresh = dueAt.values.min()
-        var ping = pingAt.values.min()
+        var refresh = dueAt.earliest()
+        var ping = pingAt.earliest()
         if !inForeground {
             let minimum = configuration.minimumBackgroundInterval
             if let last = lastWakeUp { refresh = refresh.map { max($0, last.adding(clamped: minimum)) } }
@@ -188,14 +191,12 @@ public actor WakeUpScheduler {
         lastWakeUp = now
         let window = inForeground ? configuration.coalescingWindow : configuration.minimumBackgroundInterval
         let horizon = now.adding(clamped: window)
-        let refresh = dueAt.filter { $0.value <= horizon }.keys.sorted()
-        for id in refresh {
-            dueAt.removeValue(forKey: id)
-            lastRefresh[id] = now
-        }
-        let pinged = pingAt.filter { $0.value <= horizon }.keys
+        let refresh = dueAt.removeDue(by: horizon).sorted()
+        for id in refresh { lastRefresh[id] = now }
+        let pinged = pingAt.removeDue(by: horizon)
         for id in pinged { pingAt[id] = intervals[id].map { now + jittered($0) } }
-        let ping = pinged.filter { !refresh.contains($0) }.sorted()
+        let refreshed = Set(refresh)
+        let ping = pinged.filter { !refreshed.contains($0) }.sorted()
         rearm()
         if !refresh.isEmpty || !ping.isEmpty { onDue(refresh, ping) }
     }

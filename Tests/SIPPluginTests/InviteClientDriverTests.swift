@@ -19,9 +19,10 @@ struct InviteClientDriverTests {
         let log = ThrottledLog(logger: testLogger("invite-client"), clock: clock)
         let transport = try await SIPTransport.open(
             kind: .udp, localHost: "127.0.0.1", remote: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
-            log: log, onLost: { _ in }, onPong: {}, inbound: { message, _ in table.deliver(message, at: clock.now) })
+            log: log, flowTag: "d1", onLost: { _ in }, onPong: {},
+            inbound: { message, _ in table.deliver(message, at: clock.now) })
         var invite = SIPMessage.request("INVITE", uri: "sip:bob@127.0.0.1:\(peer.port)")
-        invite.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKdrive")
+        invite.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKd1.drive")
         invite.headers.add("From", "<sip:alice@127.0.0.1>;tag=a1")
         invite.headers.add("To", "<sip:bob@127.0.0.1>")
         invite.headers.add("Call-ID", "drive-1")
@@ -92,7 +93,7 @@ struct InviteClientDriverTests {
         let run = Self.start(invite, over: transport, table: table, clock: clock)
         let acks = await script.value
         #expect(acks.count == 2)
-        #expect(acks.allSatisfy { $0.method == "ACK" && $0.topViaBranch == "z9hG4bKdrive" })
+        #expect(acks.allSatisfy { $0.method == "ACK" && $0.topViaBranch == "z9hG4bKd1.drive" })
         #expect(acks.allSatisfy { $0.headers["To"]?.hasSuffix("tag=b1") == true && $0.headers["CSeq"] == "1 ACK" })
         // Timer D (32 s over UDP) ends it; the clock, not the wall, moves there (A and D armed).
         await clock.waitForSleepers(count: 2)

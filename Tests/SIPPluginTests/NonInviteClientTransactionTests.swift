@@ -85,7 +85,7 @@ struct NonInviteClientTransactionTests {
         let clock = ManualClock()
         let transport = try await Self.udpTransport(to: peer, clock: clock)
         var request = SIPMessage.request("OPTIONS", uri: "sip:127.0.0.1:\(peer.port)")
-        request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKmanual")
+        request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKt1.manual")
         request.headers.add("CSeq", "1 OPTIONS")
         let start = clock.now
         let table = TransactionTable()
@@ -111,7 +111,7 @@ struct NonInviteClientTransactionTests {
         let table = TransactionTable()
         let transport = try await Self.udpTransport(to: peer, clock: clock, table: table)
         var request = SIPMessage.request("REGISTER", uri: "sip:127.0.0.1:\(peer.port)")
-        request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKcounted\(answeredCopy)")
+        request.headers.add("Via", "SIP/2.0/UDP \(transport.sentBy);branch=z9hG4bKt1.counted\(answeredCopy)")
         request.headers.add("CSeq", "1 REGISTER")
         let transaction = Task {
             try await runCountedNonInviteTransaction(
@@ -170,7 +170,7 @@ struct NonInviteClientTransactionTests {
         let log = ThrottledLog(logger: testLogger("transaction"), clock: clock)
         return try await SIPTransport.open(
             kind: .udp, localHost: "127.0.0.1", remote: try SocketAddress(ipAddress: "127.0.0.1", port: peer.port),
-            log: log, onLost: { _ in }, onPong: {},
+            log: log, flowTag: "t1", onLost: { _ in }, onPong: {},
             inbound: { message, _ in _ = table?.deliver(message, at: clock.now) })
     }
 

@@ -25,14 +25,20 @@ public enum SIPTransportKind: String, Hashable, Sendable, Codable, CaseIterable 
 /// What a transport hands upward: one parsed message and a way to answer on the same flow.
 typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendable (SIPMessage) -> Void) -> Void
 
-/// One flow to the registrar: a UDP socket or a TCP (or TLS over TCP) connection bound to one
-/// local address. A TLS flow is returned only once its handshake verified the registrar.
+/// One flow to the registrar: an account's share of a UDP socket (``SharedDatagramSocket``,
+/// one per local address and registrar, see ``DatagramFlowHub``), or a TCP (or TLS over TCP)
+/// connection of its own bound to one local address. A TLS flow is returned only once its
+/// handshake verified the registrar.
 ///
 /// Malformed input is logged and dropped (UDP) or closes the connection (TCP, where framing is
 /// lost); the owner opens a new transport on the next request, so nothing wedges.
 ///
 /// The UDP socket is connected to the registrar, so the kernel hands it ICMP port-unreachable as
-/// ECONNREFUSED and only the registrar's datagrams arrive; ECONNREFUSED closes the flow.
+/// ECONNREFUSED and only the registrar's datagrams arrive; ECONNREFUSED closes the socket and so
+/// every flow on it.
+///
+/// Every branch this flow makes (``newBranch()``) starts with its ``flowTag``, so the responses
+/// on a shared socket find their flow.
 ///
 /// Invariant: `onLost` runs exactly once for a flow that ended without the owner's ``close()``
 /// (server FIN/RST, ECONNREFUSED, broken framing, ``abandon()``) and never after ``close()``.
@@ -43,113 +49,176 @@ final class SIPTransport: Sendable {
     let localHost: String
     let localPort: Int
     let remote: SocketAddress
-    /// Set by ``close()`` before the channel closes, so the close is not taken for a loss.
-    private let closedByOwner = Mutex(false)
+    /// Starts every Via branch of this flow: the account's tag, the same on each of its flows (a
+    /// response to a request of an earlier flow, a CANCEL's, still finds the account); unique
+    /// among the flows of a socket.
+    let flowTag: String
+    /// The UDP socket this flow shares, with the hub's entry; nil for a stream.
+    private let share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)?
+    private let onLost: @Sendable (SIPTransport) -> Void
+    private enum Life { case open, closedByOwner, lost }
+    private let life = Mutex(Life.open)
 
-    private init(kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress) {
+    private init(
+        kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress,
+        flowTag: String,
+        share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)? = nil,
+        onLost: @escaping @Sendable (SIPTransport) -> Void
+    ) {
         self.kind = kind
         self.channel = channel
         self.localHost = localHost
         self.localPort = channel.localAddress?.port ?? 0
         self.remote = remote
+        self.share = share
+        self.onLost = onLost
+        self.flowTag = flowTag
     }
 
-    var isActive: Bool { channel.isActive }
+    /// The UDP socket this flow shares; nil for a stream.
+    var sharedSocket: SharedDatagramSocket? { share?.socket }
+
+    var isActive: Bool { channel.isActive && life.withLock { $0 == .open } }
 
     /// `host:port` for Via and Contact, with brackets around IPv6.
     var sentBy: String { "\(formatHost(localHost)):\(localPort)" }
 
+    /// A random flow tag: 8 hex digits.
+    static func newFlowTag() -> String { String(randomToken().prefix(8)) }
+
+    /// A new branch (RFC 3261 §8.1.1.7) carrying this flow's tag.
+    func newBranch() -> String { "\(DatagramRoutes<SIPTransport>.magicCookie)\(flowTag).\(randomToken())" }
+
+    /// A Via for a new request on this flow (a new branch, `rport` asked for).
+    func newVia() -> String { "SIP/2.0/\(kind.viaName) \(sentBy);rport;branch=\(newBranch())" }
+
     /// Opens a flow bound to `localHost` (port chosen by the kernel) and connected to `remote`.
     /// `onLost` gets the flow when it ends without ``close()``.
     /// `log` takes the warnings a peer can provoke (malformed input), rate-limited.
+    /// - Parameters:
+    ///   - user: the account's user: requests for it on a shared UDP socket come to this flow.
+    ///   - flowTag: starts the flow's branches (``flowTag``); nil for a random one.
+    ///   - flows: where a UDP flow finds its socket (shared with the other accounts of the same
+    ///     hub, local address and registrar); nil gives the flow a socket of its own.
     /// - Throws: ``SIPTLSFailure`` when the registrar's certificate is refused (permanent).
     static func open(
         kind: SIPTransportKind, localHost: String, remote: SocketAddress, tls: SIPTLSSettings = SIPTLSSettings(),
-        serverName: String? = nil, log: ThrottledLog,
+        serverName: String? = nil, log: ThrottledLog, user: String = "", flowTag: String? = nil,
+        flows: DatagramFlowHub? = nil,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
+        let callbacks = FlowCallbacks(log: log, inbound: inbound, onPong: onPong)
+        let flowTag = flowTag ?? Self.newFlowTag()
+        if kind == .udp {
+            return try await openDatagram(
+                localHost: localHost, remote: remote, user: user, flowTag: flowTag,
+                hub: flows ?? DatagramFlowHub(log: log), callbacks: callbacks, onLost: onLost)
+        }
         let local = try SocketAddress(ipAddress: localHost, port: 0)
         let group = MultiThreadedEventLoopGroup.singleton
-        let callbacks = FlowCallbacks(log: log, inbound: inbound, onPong: onPong)
         let channel: any Channel
-        switch kind {
-        case .udp:
-            channel = try await DatagramBootstrap(group: group)
+        let context = kind == .tls ? try SIPTLS.context(tls) : nil
+        // Created only for TLS, and completed on every path (NIO traps on a leaked promise).
+        let handshake = context.map { _ in group.any().makePromise(of: Void.self) }
+        do {
+            channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.seconds(5))
+                .bind(to: local)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(DatagramInbound(callbacks))
+                        let pipeline = channel.pipeline.syncOperations
+                        if let context, let handshake {
+                            try pipeline.addHandler(TLSAbortHandler())
+                            try pipeline.addHandler(NIOSSLClientHandler(context: context, serverHostname: serverName))
+                            try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
+                        }
+                        try addStreamHandlers(to: pipeline, callbacks)
                     }
                 }
-                .bind(to: local).get()
-            do {
-                try await channel.connect(to: remote).get()
-            } catch {
-                try? await channel.close()
-                throw error
-            }
-        case .tcp, .tls:
-            let context = kind == .tls ? try SIPTLS.context(tls) : nil
-            // Created only for TLS, and completed on every path (NIO traps on a leaked promise).
-            let handshake = context.map { _ in group.any().makePromise(of: Void.self) }
-            do {
-                channel = try await ClientBootstrap(group: group)
-                    .connectTimeout(.seconds(5))
-                    .bind(to: local)
-                    .channelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            let pipeline = channel.pipeline.syncOperations
-                            if let context, let handshake {
-                                try pipeline.addHandler(TLSAbortHandler())
-                                try pipeline.addHandler(
-                                    NIOSSLClientHandler(context: context, serverHostname: serverName))
-                                try pipeline.addHandler(TLSHandshakeWaiter(done: handshake, expectedName: serverName))
-                            }
-                            try addStreamHandlers(to: pipeline, callbacks)
-                        }
-                    }
-                    .connect(to: remote).get()
-            } catch {
-                handshake?.fail(error)
-                throw error
-            }
-            if let handshake {
-                try await SIPTLS.verify(
-                    channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
-            }
+                .connect(to: remote).get()
+        } catch {
+            handshake?.fail(error)
+            throw error
         }
-        let transport = SIPTransport(kind: kind, channel: channel, localHost: localHost, remote: remote)
-        channel.closeFuture.whenComplete { [transport] _ in
-            if !transport.closedByOwner.withLock({ $0 }) { onLost(transport) }
+        if let handshake {
+            try await SIPTLS.verify(
+                channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
+        }
+        let transport = SIPTransport(
+            kind: kind, channel: channel, localHost: localHost, remote: remote, flowTag: flowTag, onLost: onLost)
+        channel.closeFuture.whenComplete { [transport] _ in transport.end(as: .lost) }
+        return transport
+    }
+
+    /// A UDP flow: `user`'s share of the hub's socket for this local address and registrar.
+    private static func openDatagram(
+        localHost: String, remote: SocketAddress, user: String, flowTag: String, hub: DatagramFlowHub,
+        callbacks: FlowCallbacks, onLost: @escaping @Sendable (SIPTransport) -> Void
+    ) async throws -> SIPTransport {
+        let (socket, entry) = try await hub.socket(for: user, local: localHost, remote: remote)
+        let transport = SIPTransport(
+            kind: .udp, channel: socket.channel, localHost: localHost, remote: remote, flowTag: flowTag,
+            share: (socket, hub, entry, user), onLost: onLost)
+        transport.callbacks.withLock { $0 = callbacks }
+        guard socket.attach(transport, user: user) else {
+            hub.release(user: user, from: entry)
+            throw PluginError("udp socket from \(localHost) closed while the flow was opening")
         }
         return transport
     }
+
+    /// What a shared socket hands this flow's datagrams to (set once, before it is attached).
+    let callbacks = Mutex<FlowCallbacks?>(nil)
+
+    /// Ends the flow once: `.lost` reports it through `onLost`, `.closedByOwner` does not; a
+    /// shared flow leaves its socket either way.
+    private func end(as ending: Life) {
+        let first = life.withLock { life -> Bool in
+            guard life == .open else { return false }
+            life = ending
+            return true
+        }
+        guard first else { return }
+        if let share {
+            share.socket.detach(self)
+            share.hub.release(user: share.user, from: share.entry)
+        }
+        if ending == .lost { onLost(self) }
+    }
+
+    /// The shared socket closed under this flow.
+    func socketClosed() { end(as: .lost) }
 
     func send(_ message: SIPMessage) async throws {
         try await send(bytes: message.serialized())
     }
 
     func send(bytes: [UInt8]) async throws {
-        let buffer = channel.allocator.buffer(bytes: bytes)
-        switch kind {
-        case .udp: try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer))
-        case .tcp, .tls: try await channel.writeAndFlush(buffer)
+        if let share {
+            guard isActive else { throw ChannelError.ioOnClosedChannel }
+            try await share.socket.send(bytes)
+            return
         }
+        try await channel.writeAndFlush(channel.allocator.buffer(bytes: bytes))
     }
 
     /// Closes the flow on the owner's behalf (address change, shutdown): not a loss.
     /// - Parameter graceful: false for a flow whose local address vanished: a TLS flow then
     ///   closes its connection at once instead of waiting for a close_notify that cannot come.
     func close(graceful: Bool = true) async {
-        closedByOwner.withLock { $0 = true }
+        end(as: .closedByOwner)
+        guard share == nil else { return }  // the hub closes a shared socket when its last flow left
         if !graceful, kind == .tls {
             try? await channel.triggerUserOutboundEvent(TLSAbortHandler.Abort()).get()
         }
         try? await channel.close()
     }
 
-    /// Closes a flow the owner found dead (flow ping unanswered): reported as lost.
+    /// Ends a flow the owner found dead (flow ping unanswered): reported as lost. A shared
+    /// socket stays open for its other flows; the account's next flow joins it afresh.
     func abandon() async {
+        guard share == nil else { return end(as: .lost) }
         try? await channel.close()
     }
 }
@@ -174,13 +243,20 @@ struct FlowCallbacks: Sendable {
     let onPong: @Sendable () -> Void
 }
 
+/// The inbound end of a shared UDP socket: parses each datagram once and hands it to the flow
+/// `destination` names, with a way to answer the datagram's source.
 final class DatagramInbound: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
-    let flow: FlowCallbacks
+    let log: ThrottledLog
+    /// The attached flow a message belongs to; nil drops it (the socket counts it).
+    let destination: @Sendable (SIPMessage) -> SIPTransport?
 
-    init(_ flow: FlowCallbacks) { self.flow = flow }
+    init(log: ThrottledLog, destination: @escaping @Sendable (SIPMessage) -> SIPTransport?) {
+        self.log = log
+        self.destination = destination
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
@@ -190,7 +266,7 @@ final class DatagramInbound: ChannelInboundHandler {
         do {
             message = try SIPParser.parse(datagram: bytes)
         } catch {
-            flow.log.log(
+            log.log(
                 .warning, "sip.malformed-datagram",
                 metadata: [
                     "reason": "\(LogText.escaped(error.reason))", "peer": "\(envelope.remoteAddress)",
@@ -198,9 +274,13 @@ final class DatagramInbound: ChannelInboundHandler {
                 ])
             return
         }
+        guard let flow = destination(message), let callbacks = flow.callbacks.withLock({ $0 }) else {
+            log.log(.notice, "sip.unrouted-datagram", metadata: TransactionLayer.describe(message))
+            return
+        }
         let channel = context.channel
         let source = envelope.remoteAddress
-        flow.inbound(message) { reply in
+        callbacks.inbound(message) { reply in
             let buffer = channel.allocator.buffer(bytes: reply.serialized())
             channel.writeAndFlush(AddressedEnvelope(remoteAddress: source, data: buffer), promise: nil)
         }
@@ -208,13 +288,13 @@ final class DatagramInbound: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // On the connected socket, ICMP port unreachable from the registrar arrives as
-        // ECONNREFUSED (NIO keeps the channel open): nobody listens there any more, so the flow
-        // is over. Closing it fails pending transactions at once and reports the loss.
+        // ECONNREFUSED (NIO keeps the channel open): nobody listens there any more, so the flows
+        // are over. Closing it fails pending transactions at once and reports the losses.
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            flow.log.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
+            log.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         } else {
-            flow.log.log(.debug, "sip.udp-error", metadata: ["error": "\(LogText.escaped("\(error)"))"])
+            log.log(.debug, "sip.udp-error", metadata: ["error": "\(LogText.escaped("\(error)"))"])
         }
     }
 }

@@ -124,7 +124,7 @@ extension SIPUserAgent {
             let uri = invite.requestURI ?? call.peer
             var request = SIPMessage(startLine: invite.startLine)
             request.headers.add(
-                "Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+                "Via", flow.newVia())
             request.headers.add("Max-Forwards", "70")
             for field in invite.headers { request.headers.add(field.name, field.value) }
             if let credentials = authorizationHeader(method: "INVITE", uri: uri) {

@@ -28,7 +28,16 @@ extension SIPUserAgent {
         let answered: Bool
         switch flow.kind {
         case .tcp, .tls: answered = try await pingStream(flow)
-        case .udp: answered = try await pingDatagram(flow)
+        case .udp:
+            if let socket = flow.sharedSocket {
+                // One OPTIONS proves the socket for every account on it.
+                answered = await socket.proveAlive(fresh: timers.pongTimeout) { [self] in
+                    (try? await pingDatagram(flow)) ?? false
+                }
+                if !answered, !flow.isActive { throw Self.flowGone(during: "OPTIONS flow ping") }
+            } else {
+                answered = try await pingDatagram(flow)
+            }
         }
         guard answered else {
             let timeout = timers.pongTimeout
@@ -71,7 +80,7 @@ extension SIPUserAgent {
     private func pingDatagram(_ flow: SIPTransport) async throws -> Bool {
         let uri = "sip:\(formatHost(account.registrarHost)):\(account.registrarPort)"
         var request = SIPMessage.request("OPTIONS", uri: uri)
-        request.headers.add("Via", "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+        request.headers.add("Via", flow.newVia())
         request.headers.add("Max-Forwards", "70")
         request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(randomToken())")
         request.headers.add("To", "<\(uri)>")

@@ -71,7 +71,7 @@ extension SIPUserAgent {
         return SIPMessage.ackFor2xx(
             invite: invite, response: response, routeSet: routeSet,
             remoteTarget: target ?? invite.requestURI ?? calls[id]?.peer ?? "",
-            via: "SIP/2.0/\(flow.kind.viaName) \(flow.sentBy);rport;branch=z9hG4bK\(randomToken())")
+            via: flow.newVia())
     }
 
     /// The route set (Record-Route reversed) and remote target (Contact) a 2xx gives its UAC (§12.1.2).

@@ -1,0 +1,149 @@
+internal import Glibc
+internal import NIOCore
+internal import NIOPosix
+internal import Synchronization
+
+/// One UDP socket, bound to a local address and connected to one registrar, carrying the flows
+/// of many accounts (RFC 3261 allows it: §18.1.2 matches responses by their top Via, §18.2.1
+/// hands requests on by their Request-URI). Each account's flow is a ``SIPTransport`` attached
+/// here; ``DatagramRoutes`` picks the flow of each datagram.
+///
+/// Sends are written without a flush each and flushed once per event-loop pass, so the
+/// REGISTERs of one wake-up leave in one batch (`sendmmsg`) instead of a system call each.
+///
+/// Invariants:
+/// - A datagram that matches no attached flow is dropped and counted (``dropped``), never
+///   handed to another account; a malformed one is logged (rate-limited) and dropped.
+/// - When the channel closes (ECONNREFUSED from the registrar's host, or the last flow
+///   detached), every flow still attached is told once (`SIPTransport.socketClosed()`), and no
+///   flow attaches afterwards.
+final class SharedDatagramSocket: Sendable {
+    let channel: any Channel
+    let remote: SocketAddress
+    private struct State {
+        var routes = DatagramRoutes<SIPTransport>()
+        var closed = false
+        var flushPending = false
+    }
+    private let state = Mutex(State())
+    private let droppedCount = Atomic<Int>(0)
+
+    /// Datagrams that matched no attached flow.
+    var dropped: Int { droppedCount.load(ordering: .relaxed) }
+
+    private init(channel: any Channel, remote: SocketAddress) {
+        self.channel = channel
+        self.remote = remote
+    }
+
+    /// Opens a socket bound to `local` (port chosen by the kernel) and connected to `remote`;
+    /// `onClosed` runs once when its channel has closed, after every flow was told.
+    static func open(
+        local: SocketAddress, remote: SocketAddress, log: ThrottledLog, onClosed: @escaping @Sendable () -> Void
+    ) -> EventLoopFuture<SharedDatagramSocket> {
+        let box = SocketSlot()
+        return DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        DatagramInbound(log: log) { box.socket?.destination(of: $0) })
+                }
+            }
+            .bind(to: local)
+            .flatMap { channel in
+                channel.connect(to: remote).map {
+                    let socket = SharedDatagramSocket(channel: channel, remote: remote)
+                    box.socket = socket
+                    channel.closeFuture.whenComplete { _ in
+                        socket.closed()
+                        onClosed()
+                    }
+                    return socket
+                }
+                .flatMapError { error in channel.close().flatMapThrowing { throw error } }
+            }
+    }
+
+    /// Attaches `flow` for `user`; false when the socket closed already or the tag or user is taken.
+    func attach(_ flow: SIPTransport, user: String) -> Bool {
+        state.withLock { state in
+            !state.closed && state.routes.attach(flow, tag: flow.flowTag, user: user)
+        }
+    }
+
+    /// Detaches a flow; true when it was attached.
+    @discardableResult
+    func detach(_ flow: SIPTransport) -> Bool {
+        state.withLock { $0.routes.detach(tag: flow.flowTag) } != nil
+    }
+
+    /// The flow a parsed datagram belongs to; nil (and counted) when none is attached for it.
+    func destination(of message: SIPMessage) -> SIPTransport? {
+        let flow = state.withLock { $0.routes.destination(of: message) }
+        if flow == nil { droppedCount.add(1, ordering: .relaxed) }
+        return flow
+    }
+
+    /// Writes one datagram to the registrar; the write is flushed with every other write of
+    /// this event-loop pass.
+    func send(_ bytes: [UInt8]) async throws {
+        let envelope = AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: bytes))
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        channel.write(envelope, promise: written)
+        let flushNow = state.withLock { state -> Bool in
+            defer { state.flushPending = true }
+            return !state.flushPending
+        }
+        if flushNow {
+            channel.eventLoop.execute { [self] in
+                state.withLock { $0.flushPending = false }
+                channel.flush()
+            }
+        }
+        try await written.futureResult.get()
+    }
+
+    /// Proves the socket alive for one of its flows (RFC 5626 keep-alive per flow, not per
+    /// account): concurrent callers share one run of `ping` (the first caller's OPTIONS), and a
+    /// ping answered less than `fresh` ago answers at once. `ping` runs in a task of its own, so
+    /// a caller that is cancelled does not cut the others' ping short.
+    func proveAlive(fresh: Duration, _ ping: @escaping @Sendable () async -> Bool) async -> Bool {
+        let now = ContinuousClock.now
+        let running = pingState.withLock { state -> Task<Bool, Never>? in
+            if let answered = state.answeredAt, now - answered < fresh { return nil }
+            if let running = state.running { return running }
+            let task = Task { [self] in
+                let answered = await ping()
+                pingState.withLock { state in
+                    state.running = nil
+                    if answered { state.answeredAt = .now }
+                }
+                return answered
+            }
+            state.running = task
+            return task
+        }
+        guard let running else { return true }
+        return await running.value
+    }
+    private let pingState = Mutex<(running: Task<Bool, Never>?, answeredAt: ContinuousClock.Instant?)>((nil, nil))
+
+    /// The channel closed: every attached flow hears it once.
+    private func closed() {
+        let flows = state.withLock { state in
+            state.closed = true
+            return state.routes.detachAll()
+        }
+        for flow in flows { flow.socketClosed() }
+    }
+}
+
+/// Where the inbound handler finds its socket, which exists only once the channel is bound and
+/// connected (a datagram before that finds none and is dropped).
+private final class SocketSlot: Sendable {
+    private let value = Mutex<SharedDatagramSocket?>(nil)
+    var socket: SharedDatagramSocket? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
