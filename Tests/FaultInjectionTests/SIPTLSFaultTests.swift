@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .serialized, .needsNamespaces,
     .enabled(if: DaemonLab.isInstalled && RegistrarTLS.isInstalled, "needs kamailio (tls module) and openssl"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(2)))
 struct SIPTLSFaultTests {
     /// The account lines trusting `caFile`, checking the name the lab's certificate carries.
     static func account(
@@ -30,11 +30,11 @@ struct SIPTLSFaultTests {
                 config: try lab.writeDaemonConfig(
                     user: user, transport: "tls", account: Self.account(caFile: caFile, subscriptions: true)))
             #expect(
-                await eventually(within: .seconds(10)) { !lab.lines("REGISTERED", user: user).isEmpty },
+                await eventually(within: .seconds(30)) { !lab.lines("REGISTERED", user: user).isEmpty },
                 "\(lab.actionLog(of: user))")
             #expect(lab.lines("REGISTER", user: user).allSatisfy { $0.fields["proto"] == "tls" })
             #expect(lab.lines("REGISTERED", user: user).first?.contact.contains("transport=tls") == true)
-            let subscribed = await eventually(within: .seconds(10)) {
+            let subscribed = await eventually(within: .seconds(30)) {
                 lab.actionLog(of: user).contains {
                     $0.service == "\(user).subscription.reg" && $0.outcome == "succeeded"
                 }
@@ -65,7 +65,7 @@ struct SIPTLSFaultTests {
         let account = Self.account(caFile: caFile, serverName: serverName)
         try await lab.startClient(
             user: user, config: try lab.writeDaemonConfig(user: user, transport: "tls", account: account))
-        let failed = await eventually(within: .seconds(10)) {
+        let failed = await eventually(within: .seconds(30)) {
             lab.actionLog(of: user).contains { $0.action == "register" && $0.outcome == "failed" }
         }
         #expect(failed, "\(lab.actionLog(of: user))")
@@ -113,7 +113,7 @@ struct SIPTLSFaultTests {
                 user: "tlsnocert",
                 config: try lab.writeDaemonConfig(
                     user: "tlsnocert", transport: "tls", account: Self.account(caFile: tls.caFile)))
-            #expect(await eventually(within: .seconds(10)) { !lab.lines("REGISTERED", user: "tlsclient").isEmpty })
+            #expect(await eventually(within: .seconds(30)) { !lab.lines("REGISTERED", user: "tlsclient").isEmpty })
             // Without one the registrar ends each connection (under TLS 1.3 after the client's side of
             // the handshake completed, so the client sees a lost flow, retried with backoff): never bound.
             try await Task.sleep(for: .seconds(3))
