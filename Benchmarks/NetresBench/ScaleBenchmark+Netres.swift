@@ -16,9 +16,10 @@ extension ScaleBenchmark {
             interfaces: [\(lab.initial.interface)]
             hold-down: 0
             app-state: background
-            accounts:
 
             """
+        if let ceiling = registerRateCeiling { text += "register-rate-ceiling: \(ceiling)\n" }
+        text += "accounts:\n"
         for index in 0..<count {
             text += """
                   - { name: \(prefix)\(index), registrar: \(lab.registrarAddress), port: \(lab.port), \
@@ -79,6 +80,9 @@ extension ScaleBenchmark {
         print("### `netres run` with \(count) background UDP accounts\n")
         print("| figure | value |")
         print("|---|---|")
+        print(
+            "| `register-rate-ceiling` | \(registerRateCeiling.map { "\($0) REGISTERs/s" } ?? "the daemon's default") |"
+        )
         print(
             "| start → all \(count) bound | \(format3(startUp)) s (\(startUpDrops) datagrams dropped at the registrar) |"
         )

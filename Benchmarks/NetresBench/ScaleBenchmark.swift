@@ -1,7 +1,7 @@
 import Foundation
 import NetworkLab
 
-/// `netres-bench scale N[,N…] [idle=S] [rates=R,R…]`: `netres run` with N UDP accounts on one
+/// `netres-bench scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C]`: `netres run` with N UDP accounts on one
 /// registrar (``SIPLab``), beside sipp registering the same number of users at its best rate and
 /// beside baresip and two bare Swift programs at rest, all in the same run.
 ///
@@ -17,6 +17,9 @@ struct ScaleBenchmark {
     var counts: [Int]
     var idleSeconds = 60
     var sippRates = [500, 1000, 2000, 4000]
+    /// netres's `register-rate-ceiling` (REGISTERs per second to one registrar); `nil` keeps the
+    /// daemon's default.
+    var registerRateCeiling: Int?
     /// Registration lifetime of netres's accounts: the refresh (at 30 s before expiry) falls in
     /// the second idle window.
     let expires = 120

@@ -3,7 +3,7 @@
 //   netres-bench idle-baseline                      the Swift runtime at rest (used by `netlink`)
 //   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]
 //                                                   SIP recovery vs floor and baresip (root)
-//   netres-bench scale N[,N…] [idle=S] [rates=R,R…]   N accounts on one registrar vs sipp and baresip (root)
+//   netres-bench scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C]   N accounts on one registrar vs sipp and baresip (root)
 //   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
@@ -46,7 +46,7 @@ do {
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
-                + " | scale N[,N…] [idle=S] [rates=R,R…] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
         )
         exit(64)
     }
@@ -83,8 +83,9 @@ func sipRecoveryBenchmark(arguments: [String]) throws -> SIPRecoveryBenchmark {
     return benchmark
 }
 
-/// `scale N[,N…] [idle=S] [rates=R,R…]`: account counts 1…5000, idle windows 10…600 s, sipp
-/// rates 1…20000 per second (at most 8).
+/// `scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C]`: account counts 1…5000, idle windows 10…600 s, sipp
+/// rates 1…20000 per second (at most 8), netres's `register-rate-ceiling` 1…100000 (the
+/// daemon's default when not given).
 func scaleBenchmark(arguments: [String]) throws -> ScaleBenchmark {
     func numbers(_ text: Substring, in range: ClosedRange<Int>, what: String) throws -> [Int] {
         let values = text.split(separator: ",").compactMap { Int($0) }
@@ -102,6 +103,8 @@ func scaleBenchmark(arguments: [String]) throws -> ScaleBenchmark {
             benchmark.idleSeconds = try numbers(option.dropFirst(5), in: 10...600, what: "idle")[0]
         } else if option.hasPrefix("rates=") {
             benchmark.sippRates = try numbers(option.dropFirst(6), in: 1...20_000, what: "rates")
+        } else if option.hasPrefix("ceiling=") {
+            benchmark.registerRateCeiling = try numbers(option.dropFirst(8), in: 1...100_000, what: "ceiling")[0]
         } else {
             throw BenchError("unknown scale option \(option)")
         }
