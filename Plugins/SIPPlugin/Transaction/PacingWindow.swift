@@ -48,8 +48,14 @@ public struct PacingWindow: Hashable, Sendable {
 
     private var spacing: Duration { .seconds(1) / settings.ceiling }
 
+    /// How many more transactions the window holds now (`0` when full). An answer can free two
+    /// slots at once (one transaction ends and the window grows by one), so whoever waits for
+    /// room admits this many, not one: otherwise the transactions in flight never exceed the
+    /// initial window, however far it opens.
+    public var room: Int { max(Int(window) - inFlight, 0) }
+
     public func decide(at now: ContinuousClock.Instant) -> Decision {
-        guard inFlight < Int(window) else { return .full }
+        guard room > 0 else { return .full }
         if inFlight > 0, let last = lastStart, last + spacing > now { return .wait(until: last + spacing) }
         return .start
     }

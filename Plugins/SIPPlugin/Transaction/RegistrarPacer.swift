@@ -5,8 +5,9 @@ internal import Synchronization
 /// account that registers there (one per registrar host, port and transport).
 ///
 /// Invariants: every `admit(clock:)` that returns is matched by exactly one `finish(_:)`;
-/// waiters are admitted in arrival order as answers free the window; a cancelled waiter leaves
-/// the queue at once (throwing `CancellationError`) and takes no slot.
+/// waiters are admitted in arrival order as answers free the window, as many at a time as it
+/// has room for (a woken waiter that finds the room taken goes back to the head of the queue);
+/// a cancelled waiter leaves the queue at once (throwing `CancellationError`) and takes no slot.
 public final class RegistrarPacer: Sendable {
     private struct State {
         var window: PacingWindow
@@ -22,10 +23,15 @@ public final class RegistrarPacer: Sendable {
     /// The window now (for status and tests).
     var window: PacingWindow { state.withLock { $0.window } }
 
+    /// Callers queued for room now (for tests).
+    var waiting: Int { state.withLock { $0.waiters.count } }
+
     /// Returns when this registrar may get one more REGISTER transaction; the ceiling's spacing
-    /// sleeps on `clock` (the runtime's, so no sleep bypasses its timers).
+    /// sleeps on `clock` (the runtime's, so no sleep bypasses its timers), once per caller: a
+    /// caller the ceiling holds back reserves its slot and start instant before it sleeps.
     func admit(clock: any RuntimeClock) async throws {
-        // Bounded: each pass either starts, sleeps until the ceiling allows, or waits for an answer.
+        // Bounded: each pass either starts, reserves and sleeps until the ceiling allows, or waits
+        // for an answer.
         var woken = false
         while true {
             try Task.checkCancellation()
@@ -35,14 +41,27 @@ public final class RegistrarPacer: Sendable {
                 // waiter left it already).
                 guard woken || state.waiters.isEmpty else { return .full }
                 let decision = state.window.decide(at: now)
-                if decision == .start { state.window.start(at: now) }
+                switch decision {
+                case .start: state.window.start(at: now)
+                // The slot and its instant are taken now, so the callers behind space out from
+                // it: each sleeps once, to its own instant, instead of all waking for one start.
+                case .wait(let until): state.window.start(at: until)
+                case .full: break
+                }
                 return decision
             }
             switch decision {
             case .start: return
-            case .wait(let until): try await clock.sleep(until: until, tolerance: nil)
+            case .wait(let until):
+                do {
+                    try await clock.sleep(until: until, tolerance: nil)
+                } catch {
+                    finish(.abandoned)
+                    throw error
+                }
+                return
             case .full:
-                try await waitForRoom()
+                try await waitForRoom(atHead: woken)
                 woken = true
             }
         }
@@ -50,15 +69,18 @@ public final class RegistrarPacer: Sendable {
 
     /// An admitted transaction ended.
     func finish(_ ending: PacingWindow.Ending) {
-        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+        let next = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
             state.window.finish(ending)
-            guard state.window.inFlight < Int(state.window.window), !state.waiters.isEmpty else { return nil }
-            return state.waiters.removeFirst().continuation
+            let count = min(state.window.room, state.waiters.count)
+            defer { state.waiters.removeFirst(count) }
+            return state.waiters.prefix(count).map(\.continuation)
         }
-        next?.resume()
+        for continuation in next { continuation.resume() }
     }
 
-    private func waitForRoom() async throws {
+    /// Suspends until `finish(_:)` finds room for this caller; `atHead` for one that was woken
+    /// already and lost the room to a newcomer, so it keeps its place in the queue.
+    private func waitForRoom(atHead: Bool) async throws {
         let id = state.withLock { state in
             state.nextID += 1
             return state.nextID
@@ -67,8 +89,8 @@ public final class RegistrarPacer: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let resumeNow = state.withLock { state -> Bool in
                     // The window may have room already (an answer came meanwhile, or no one waits).
-                    if state.window.inFlight < Int(state.window.window), state.waiters.isEmpty { return true }
-                    state.waiters.append((id, continuation))
+                    if state.window.room > 0, state.waiters.isEmpty { return true }
+                    state.waiters.insert((id, continuation), at: atHead ? 0 : state.waiters.endIndex)
                     return false
                 }
                 if resumeNow { continuation.resume() }
