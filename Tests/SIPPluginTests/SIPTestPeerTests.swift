@@ -163,15 +163,18 @@ extension SIPTestPeerTests {
         let clock = ManualClock()
         let agent = makeAgent(port: peer.port, transport: .tcp, clock: clock)
         let script = Task {
-            await peer.run { peer -> Int in
-                guard let first = peer.accept(within: 5) else { return 0 }
+            // Every wait is a hang guard: the agent's timers never fire here (a still clock), so
+            // a script that gave up early under load would leave the agent waiting forever.
+            let wait = SIPSubscriptionPeerTests.firstRequestWait
+            return await peer.run { peer -> Int in
+                guard let first = peer.accept(within: wait) else { return 0 }
                 defer { close(first) }
-                guard peer.receive(on: first, within: 5) != nil else { return 0 }
+                guard peer.receive(on: first, within: wait) != nil else { return 0 }
                 // No Content-Length on a stream: framing is lost, the UA must drop the connection.
                 peer.send(Array("SIP/2.0 200 OK\r\nCSeq: 1 REGISTER\r\n\r\n".utf8), on: first)
-                guard let second = peer.accept(within: 10) else { return 1 }
+                guard let second = peer.accept(within: wait) else { return 1 }
                 defer { close(second) }
-                guard let request = peer.receive(on: second, within: 5) else { return 1 }
+                guard let request = peer.receive(on: second, within: wait) else { return 1 }
                 peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "p").serialized(), on: second)
                 return 2
             }

@@ -31,10 +31,17 @@ final class TCPTestPeer: @unchecked Sendable {
 
     deinit { close(listener) }
 
-    /// Accepts one connection within `seconds`; reads on it time out after 100 ms each.
+    /// Whether a connection was accepted yet (read and written on the script's one thread).
+    private var acceptedAny = false
+
+    /// Accepts one connection within `seconds` (the first, when `seconds` is 5 or more, within at
+    /// least `UDPTestPeer.firstDatagramWait`: a hang guard, as for the UDP peer's first datagram);
+    /// reads on it time out after 100 ms each.
     func accept(within seconds: Double) -> Int32? {
+        let wait = !acceptedAny && seconds >= 5 ? max(seconds, UDPTestPeer.firstDatagramWait) : seconds
         var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        guard poll(&descriptor, 1, Int32(wait * 1000)) == 1 else { return nil }
+        acceptedAny = true
         let connection = Glibc.accept(listener, nil, nil)
         guard connection >= 0 else { return nil }
         _ = fcntl(connection, F_SETFD, FD_CLOEXEC)  // accept4 is hidden without _GNU_SOURCE

@@ -31,9 +31,22 @@ final class UDPTestPeer: @unchecked Sendable {
 
     deinit { close(fd) }
 
+    /// The least wait for a peer's first datagram (see ``receive(within:)``).
+    static let firstDatagramWait: Double = 30
+
+    /// Whether a datagram has arrived yet (read and written on the script's one thread).
+    private var heardAny = false
+
     /// The next datagram and its sender, or nil after `seconds`.
+    ///
+    /// Until the first datagram arrived, a wait of 5 s or more (one that expects something) lasts
+    /// at least ``firstDatagramWait``: the agent's first request is a hang guard's matter (a
+    /// loaded machine starting the whole suite at once can hold it back for seconds), and a
+    /// script that gave up early would leave the agent waiting for its timer F. Shorter waits
+    /// check for silence and are kept as asked.
     func receive(within seconds: Double) -> (bytes: [UInt8], from: sockaddr_in)? {
-        let deadline = Date().addingTimeInterval(seconds)
+        let wait = !heardAny && seconds >= 5 ? max(seconds, Self.firstDatagramWait) : seconds
+        let deadline = Date().addingTimeInterval(wait)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while Date() < deadline {
             var from = sockaddr_in()
@@ -43,7 +56,10 @@ final class UDPTestPeer: @unchecked Sendable {
                     recvfrom(fd, &buffer, buffer.count, 0, $0, &length)
                 }
             }
-            if count >= 0 { return (Array(buffer[0..<count]), from) }
+            if count >= 0 {
+                heardAny = true
+                return (Array(buffer[0..<count]), from)
+            }
         }
         return nil
     }
