@@ -1,4 +1,5 @@
 import NetworkLab
+import ResilienceTesting
 import Synchronization
 import Testing
 
@@ -41,5 +42,86 @@ struct RegistrarPacerTests {
         #expect(admitted.value.load(ordering: .sequentiallyConsistent) == 3)
         #expect(pacer.window.inFlight == 1)
         #expect(pacer.window.window == 2)
+    }
+}
+
+extension RegistrarPacerTests {
+    /// A pacer with a window of one, held by the caller, and two waiters queued behind it in
+    /// arrival order, on an executor that runs only when the test says so.
+    private func twoQueuedWaiters() async throws -> (
+        RegistrarPacer, ManualTaskExecutor, first: Task<Void, any Error>, second: Task<Void, any Error>
+    ) {
+        let pacer = RegistrarPacer(settings: .init(ceiling: 100_000, initialWindow: 1, maximumWindow: 8))
+        let clock = ContinuousClock()
+        try await pacer.admit(clock: clock)
+        let executor = ManualTaskExecutor()
+        let first = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
+        executor.runUntilIdle()
+        let second = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
+        executor.runUntilIdle()
+        #expect(pacer.waiting == 2)
+        return (pacer, executor, first, second)
+    }
+
+    /// A waiter cancelled after `finish` handed it the room (it was resumed but had not run yet)
+    /// must hand that room on: before, it threw at its next cancellation check with the queue
+    /// behind it still parked and nothing in flight to wake it, ever.
+    @Test func aWaiterCancelledAfterItWasHandedTheRoomHandsItOn() async throws {
+        let (pacer, executor, first, second) = try await twoQueuedWaiters()
+        // Nothing runs on the executor between these two lines: the first waiter is resumed and
+        // cancelled before it takes another step.
+        pacer.finish(.retransmitted)  // window stays 1, nothing in flight: room for one
+        first.cancel()
+        executor.runUntilIdle()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        #expect(pacer.waiting == 0)
+        #expect(pacer.window.inFlight == 1)  // the second one's, handed on
+        second.cancel()  // ends the second task on the old code, where it stayed parked
+        executor.runUntilIdle()
+        try await second.value
+        pacer.finish(.answered)
+        #expect(pacer.window.inFlight == 0)
+    }
+
+    /// A waiter cancelled while queued leaves the queue and holds no slot; the one behind it gets
+    /// the next room.
+    @Test func aWaiterCancelledWhileQueuedTakesNoSlot() async throws {
+        let (pacer, executor, first, second) = try await twoQueuedWaiters()
+        first.cancel()
+        executor.runUntilIdle()
+        await #expect(throws: CancellationError.self) { try await first.value }
+        #expect(pacer.waiting == 1)
+        #expect(pacer.window.inFlight == 1)
+        pacer.finish(.retransmitted)
+        executor.runUntilIdle()
+        try await second.value
+        #expect(pacer.waiting == 0)
+        #expect(pacer.window.inFlight == 1)
+    }
+
+    /// A caller the ceiling holds back holds its slot and its start instant while it sleeps, so
+    /// the callers behind it space out from that instant (one sleep each, no herd); cancelled in
+    /// its sleep, it gives the slot back.
+    @Test func aCallerTheCeilingHoldsReservesItsSlotUntilItsInstant() async throws {
+        let pacer = RegistrarPacer(settings: .init(ceiling: 10, initialWindow: 4, maximumWindow: 4))
+        let clock = ManualClock()
+        let t0 = clock.now
+        try await pacer.admit(clock: clock)
+        let executor = ManualTaskExecutor()
+        let second = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
+        let third = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
+        executor.runUntilIdle()
+        #expect(clock.sleeperCount == 2)
+        #expect(pacer.window.inFlight == 3)
+        #expect(pacer.waiting == 0)
+        #expect(clock.nextDeadline == t0 + .milliseconds(100))
+        third.cancel()
+        executor.runUntilIdle()
+        await #expect(throws: CancellationError.self) { try await third.value }
+        #expect(pacer.window.inFlight == 2)
+        clock.advance(by: .milliseconds(100))
+        executor.runUntilIdle()
+        try await second.value
+        #expect(pacer.window.inFlight == 2)
     }
 }
