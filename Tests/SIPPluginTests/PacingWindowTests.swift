@@ -25,14 +25,25 @@ struct PacingWindowTests {
         #expect(window.inFlight == 0)
     }
 
-    @Test func startsAreSpacedByTheCeiling() {
-        var window = PacingWindow(settings: .init(ceiling: 100, initialWindow: 64, maximumWindow: 64))
-        window.start(at: t0)
-        #expect(window.decide(at: t0 + .milliseconds(4)) == .wait(until: t0 + .milliseconds(10)))
-        #expect(window.decide(at: t0 + .milliseconds(10)) == .start)
-        // Nothing in flight: the last one was answered, the next goes at once.
+    /// One window's worth leaves at once (the due refreshes of many accounts in one pass); past
+    /// it, starts are spaced by the ceiling while anything is in flight.
+    @Test func aWindowsWorthStartsAtOnceThenTheCeilingSpacesTheRest() {
+        var window = PacingWindow(settings: .init(ceiling: 100, initialWindow: 4, maximumWindow: 4))
+        for _ in 0..<4 {
+            #expect(window.decide(at: t0) == .start)
+            window.start(at: t0)
+        }
         window.finish(.answered)
-        #expect(window.decide(at: t0 + .milliseconds(4)) == .start)
+        #expect(window.decide(at: t0 + .milliseconds(1)) == .wait(until: t0 + .milliseconds(10)))
+        window.start(at: t0 + .milliseconds(10))
+        window.finish(.answered)
+        #expect(window.decide(at: t0 + .milliseconds(11)) == .wait(until: t0 + .milliseconds(20)))
+        #expect(window.decide(at: t0 + .milliseconds(20)) == .start)
+        // Nothing in flight: everything was answered, the next goes at once.
+        for _ in 0..<3 { window.finish(.answered) }
+        #expect(window.decide(at: t0 + .milliseconds(12)) == .start)
+        window.start(at: t0 + .milliseconds(12))
+        #expect(window.decide(at: t0 + .milliseconds(12)) == .start)
     }
 
     @Test(arguments: [(0, 1), (-5, 1), (1_000_000, 100_000)])

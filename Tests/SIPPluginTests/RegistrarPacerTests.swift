@@ -99,29 +99,31 @@ extension RegistrarPacerTests {
         #expect(pacer.window.inFlight == 1)
     }
 
-    /// A caller the ceiling holds back holds its slot and its start instant while it sleeps, so
-    /// the callers behind it space out from that instant (one sleep each, no herd); cancelled in
-    /// its sleep, it gives the slot back.
+    /// A caller the ceiling holds back (past the window's worth that leaves at once) holds its
+    /// slot and its start instant while it sleeps, so the callers behind it space out from that
+    /// instant (one sleep each, no herd); cancelled in its sleep, it gives the slot back.
     @Test func aCallerTheCeilingHoldsReservesItsSlotUntilItsInstant() async throws {
         let pacer = RegistrarPacer(settings: .init(ceiling: 10, initialWindow: 4, maximumWindow: 4))
         let clock = ManualClock()
         let t0 = clock.now
-        try await pacer.admit(clock: clock)
+        for _ in 0..<4 { try await pacer.admit(clock: clock) }  // the window's worth, at once
+        pacer.finish(.answered)
+        pacer.finish(.answered)
         let executor = ManualTaskExecutor()
         let second = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
         let third = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
         executor.runUntilIdle()
         #expect(clock.sleeperCount == 2)
-        #expect(pacer.window.inFlight == 3)
+        #expect(pacer.window.inFlight == 4)
         #expect(pacer.waiting == 0)
         #expect(clock.nextDeadline == t0 + .milliseconds(100))
         third.cancel()
         executor.runUntilIdle()
         await #expect(throws: CancellationError.self) { try await third.value }
-        #expect(pacer.window.inFlight == 2)
+        #expect(pacer.window.inFlight == 3)
         clock.advance(by: .milliseconds(100))
         executor.runUntilIdle()
         try await second.value
-        #expect(pacer.window.inFlight == 2)
+        #expect(pacer.window.inFlight == 3)
     }
 }

@@ -3,9 +3,12 @@
 ///
 /// A pure value (time is a parameter): ``RegistrarPacer`` performs its decisions. Invariants:
 /// - at most `Int(window)` transactions are in flight, and `1 ≤ window ≤ maximumWindow`;
-/// - while a transaction is in flight, two starts are at least `1 / ceiling` seconds apart (with
-///   none in flight the last one was answered already, so the next starts at once: a burst is
-///   what the ceiling bounds, and a clock that stands still in a test never holds a lone request);
+/// - while a transaction is in flight, the starts of any span of `T` seconds number at most
+///   `Int(window) + T × ceiling` (a bucket of one window's worth of starts, refilled at the
+///   ceiling): the window's worth leaves in one pass, so the due refreshes of many accounts cost
+///   one wake-up and not one per REGISTER, and the registrar's socket buffer never holds more
+///   than the window anyway. With none in flight the last one was answered already, so the next
+///   starts at once (a clock that stands still in a test never holds a lone request);
 /// - an answer without a retransmission adds one to the window (so after a flap the window
 ///   opens as fast as the registrar answers: it is clocked by its responses); an answer that
 ///   needed a retransmission, or none at all, halves it: the registrar (or its socket buffer)
@@ -13,7 +16,8 @@
 public struct PacingWindow: Hashable, Sendable {
     /// The knobs; the defaults suit a Kamailio with two UDP workers and its default buffers.
     public struct Settings: Hashable, Sendable {
-        /// Most REGISTER transactions started per second (a ceiling, not a target).
+        /// Most REGISTER transactions started per second, beyond one window's worth at once (a
+        /// ceiling, not a target).
         public var ceiling: Int
         /// The window a registrar starts with (and returns to after nothing is in flight).
         public var initialWindow: Int
@@ -39,7 +43,9 @@ public struct PacingWindow: Hashable, Sendable {
     public let settings: Settings
     public private(set) var window: Double
     public private(set) var inFlight = 0
-    private var lastStart: ContinuousClock.Instant?
+    /// When the starts so far would have ended at the ceiling's pace (the generic cell rate
+    /// algorithm's theoretical arrival time): a start may go once `ready - burst allowance` is past.
+    private var ready: ContinuousClock.Instant?
 
     public init(settings: Settings = Settings()) {
         self.settings = settings
@@ -56,13 +62,17 @@ public struct PacingWindow: Hashable, Sendable {
 
     public func decide(at now: ContinuousClock.Instant) -> Decision {
         guard room > 0 else { return .full }
-        if inFlight > 0, let last = lastStart, last + spacing > now { return .wait(until: last + spacing) }
-        return .start
+        guard inFlight > 0, let ready else { return .start }
+        // A bucket of one window's worth of starts: the first `Int(window)` go back to back.
+        let allowed = ready - spacing * (Int(window) - 1)
+        return allowed > now ? .wait(until: allowed) : .start
     }
 
     public mutating func start(at now: ContinuousClock.Instant) {
+        // Nothing in flight: every start before was answered, so none of them counts against this one.
+        let base = inFlight == 0 ? now : max(ready ?? now, now)
         inFlight += 1
-        lastStart = now
+        ready = base + spacing
     }
 
     /// How a transaction ended, for the window.
