@@ -111,11 +111,25 @@ extension SIPLab {
     /// Datagrams the kernel dropped so far on the registrar's UDP sockets (the `drops` column of
     /// `/proc/net/udp` in its host, summed over every socket on its port).
     func registrarDrops() async throws -> Int {
-        let text = try await lab.run(in: server, ["cat", "/proc/net/udp"])
+        try await udpDrops(in: server, column: 1)
+    }
+
+    /// Datagrams the kernel dropped so far on the client host's UDP sockets connected to the
+    /// registrar's port (netres's shared sockets; sipp and baresip do not connect theirs).
+    func clientDrops() async throws -> Int {
+        try await udpDrops(in: client, column: 2)
+    }
+
+    /// The `drops` column of `/proc/net/udp` in `host`, summed over the sockets whose local
+    /// (`column` 1) or remote (2) address has the registrar's port.
+    private func udpDrops(in host: LabHost, column: Int) async throws -> Int {
+        let text = try await lab.run(in: host, ["cat", "/proc/net/udp"])
         let port = String(format: ":%04X", port)
         return text.split(separator: "\n").dropFirst().prefix(100_000).reduce(0) { sum, line in
             let fields = line.split(separator: " ")
-            guard fields.count > 2, fields[1].hasSuffix(port), let drops = Int(fields.last ?? "") else { return sum }
+            guard fields.count > column, fields[column].hasSuffix(port), let drops = Int(fields.last ?? "") else {
+                return sum
+            }
             return sum + min(drops, 1 << 40)
         }
     }

@@ -57,8 +57,10 @@ extension ScaleBenchmark {
         let status = IdleMeter.parseStatus(path: "/proc/\(child)/status")
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd").count) ?? -1
         try await Task.sleep(for: .seconds(5))  // the start-up's last transactions and idle worker threads settle
+        let clientDropsBefore = try await lab.clientDrops()
         let quiet = idle(child)
         let withRefresh = idle(child)
+        let refreshDrops = try await lab.clientDrops() - clientDropsBefore
         let refreshes = lab.registrarLog().filter {
             $0.kind == "REGISTERED" && $0.user.hasPrefix(prefix) && $0.at > startedAt + startUp
         }.count
@@ -72,6 +74,7 @@ extension ScaleBenchmark {
         perf?.stop(signal: SIGINT, grace: .seconds(10))
         let flapLog = lab.registrarLog()
         let flapDrops = try await lab.registrarDrops() - dropsBefore
+        let flapClientDrops = try await lab.clientDrops() - clientDropsBefore - refreshDrops
         let flap = span(flapLog, prefix: prefix, count: count, after: upAt, drops: flapDrops)
         let flapRequests = flapLog.filter {
             $0.kind == "REGISTER" && $0.user.hasPrefix(prefix) && $0.at > upAt
@@ -101,6 +104,7 @@ extension ScaleBenchmark {
         }
         print("| REGISTERs the registrar saw after the flap | \(flapRequests) (\(count) users) |")
         print("| datagrams dropped at the registrar during the flap | \(flap.drops) |")
+        print("| datagrams dropped at netres's sockets: idle windows, flap | \(refreshDrops), \(flapClientDrops) |")
         print("")
         print("Wake-ups (context switches, all threads) over the same \(idleSeconds) s windows:\n")
         print(
