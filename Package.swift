@@ -211,6 +211,8 @@ let package = Package(
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // ByteToMessageDecoderVerifier for the stream decoder.
                 .product(name: "NIOTestUtils", package: "swift-nio"),
+                // EmbeddedChannel: the read-coalescing handler on a hand-advanced clock.
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],

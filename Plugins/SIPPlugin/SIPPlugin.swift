@@ -184,6 +184,11 @@ public final class SIPPlugin: ResiliencePlugin {
     }
 
     public func perform(_ action: PlannedAction, context: PluginContext) async throws {
+        // The wake-up scheduler's refreshes are due well before expiry: their answers may be read
+        // in one batch on a shared socket (ReadCoalescing) instead of one wake-up each.
+        if case .refreshDue = action.trigger, !AnswerPatience.mayWait {
+            return try await AnswerPatience.$mayWait.withValue(true) { try await perform(action, context: context) }
+        }
         guard let route = routes.withLock({ $0[action.service] }) else {
             throw PluginError.permanent("sip: unknown service \(action.service)")
         }

@@ -357,6 +357,11 @@ public actor SIPUserAgent {
         let method = template.method ?? "?"
         var freshChallengeSent = false
         var staleRetried = false
+        // A scheduled refresh's answers may be read in a batch with its peers' (ReadCoalescing).
+        let socket = flow.sharedSocket
+        let patient = AnswerPatience.mayWait
+        socket?.beginAwaitingAnswers(patient: patient)
+        defer { socket?.endAwaitingAnswers(patient: patient) }
         for _ in 0..<4 {
             // A cancelled action (superseded, or its epoch lost the path) sends nothing more.
             try Task.checkCancellation()

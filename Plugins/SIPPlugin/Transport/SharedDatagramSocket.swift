@@ -24,9 +24,17 @@ final class SharedDatagramSocket: Sendable {
         var routes = DatagramRoutes<SIPTransport>()
         var closed = false
         var flushPending = false
+        var waits = AnswerWaits()
     }
     private let state = Mutex(State())
     private let droppedCount = Atomic<Int>(0)
+
+    /// Datagrams read per readable event: the pacing window's largest (`PacingWindow.Settings`).
+    static let messagesPerRead: UInt = 64
+
+    /// How long a read is held back while only patient exchanges await answers (see
+    /// ``ReadCoalescing``): long enough for a registrar to answer a window's worth, far under T1.
+    static let patientReadDelay = TimeAmount.milliseconds(20)
 
     /// Datagrams that matched no attached flow.
     var dropped: Int { droppedCount.load(ordering: .relaxed) }
@@ -43,9 +51,13 @@ final class SharedDatagramSocket: Sendable {
     ) -> EventLoopFuture<SharedDatagramSocket> {
         let box = SocketSlot()
         return DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            // One readable event drains a window's worth of answers (NIO's default is 4), so the
+            // REGISTERs they admit leave in one flush.
+            .channelOption(.maxMessagesPerRead, value: Self.messagesPerRead)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(
+                    try channel.pipeline.syncOperations.addHandlers(
+                        ReadCoalescing(delay: Self.patientReadDelay) { box.socket?.mayHoldReads ?? false },
                         DatagramInbound(log: log) { box.socket?.destination(of: $0) })
                 }
             }
@@ -82,6 +94,33 @@ final class SharedDatagramSocket: Sendable {
         let flow = state.withLock { $0.routes.destination(of: message) }
         if flow == nil { droppedCount.add(1, ordering: .relaxed) }
         return flow
+    }
+
+    /// Whether the socket's next read may be held back now (``AnswerWaits``).
+    var mayHoldReads: Bool { state.withLock { $0.waits.mayHoldReads } }
+
+    /// An exchange on one of this socket's flows awaits answers until the matching
+    /// ``endAwaitingAnswers(patient:)``; `patient` when they may be read late.
+    func beginAwaitingAnswers(patient: Bool) {
+        updateWaits { $0.begin(patient: patient) }
+    }
+
+    func endAwaitingAnswers(patient: Bool) {
+        updateWaits { $0.end(patient: patient) }
+    }
+
+    /// Applies `change`; a read held back that may be held no longer goes at once.
+    private func updateWaits(_ change: (inout AnswerWaits) -> Void) {
+        let release = state.withLock { state -> Bool in
+            let held = state.waits.mayHoldReads
+            change(&state.waits)
+            return held && !state.waits.mayHoldReads
+        }
+        guard release else { return }
+        let channel = channel
+        channel.eventLoop.execute {
+            try? channel.pipeline.syncOperations.handler(type: ReadCoalescing.self).release()
+        }
     }
 
     /// Writes one datagram to the registrar; the write is flushed with every other write of
