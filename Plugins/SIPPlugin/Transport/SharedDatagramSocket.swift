@@ -11,6 +11,10 @@ internal import Synchronization
 /// Sends are written without a flush each and flushed once per event-loop pass, so the
 /// REGISTERs of one wake-up leave in one batch (`sendmmsg`) instead of a system call each.
 ///
+/// Reads are immediate, except while only patient exchanges (scheduled refreshes) await answers:
+/// then ``ReadCoalescing`` holds each read back ``patientReadDelay`` and a pass drains up to
+/// ``messagesPerRead`` datagrams, so a refresh batch's answers cost a few wake-ups.
+///
 /// Invariants:
 /// - A datagram that matches no attached flow is dropped and counted (``dropped``), never
 ///   handed to another account; a malformed one is logged (rate-limited) and dropped.
