@@ -37,7 +37,7 @@ struct SIPLogFloodTests {
             await peer.run { peer -> Int in
                 guard
                     let (register, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                        peer, within: UDPTestPeer.firstDatagramWait)
                 else { return -1 }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 var answered = 0
@@ -63,7 +63,7 @@ struct SIPLogFloodTests {
                 // A REGISTER tells the peer where the agent listens; answer it, then one more.
                 guard
                     let (register, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                        peer, within: UDPTestPeer.firstDatagramWait)
                 else { return false }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 peer.send(Self.malformed, to: from)

@@ -16,7 +16,7 @@ struct SIPSubscriptionFlowTests {
         var log: [String] = []
         var first = true
         while log.count < requests {
-            let wait = first ? SIPSubscriptionPeerTests.firstRequestWait : 5
+            let wait = first ? UDPTestPeer.firstDatagramWait : 5
             first = false
             guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: wait) else { return log }
             guard let method = request.method else { continue }
@@ -78,7 +78,7 @@ struct SIPSubscriptionFlowTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var log: [String] = []
-                let first = SIPSubscriptionPeerTests.firstRequestWait
+                let first = UDPTestPeer.firstDatagramWait
                 guard let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: first) else {
                     return log
                 }

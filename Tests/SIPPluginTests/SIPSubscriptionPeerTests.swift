@@ -53,8 +53,8 @@ struct SIPSubscriptionPeerTests {
         return message.serialized()
     }
 
-    /// The next request or response the peer receives, parsed; nil after `seconds`. A script's
-    /// first wait passes ``firstRequestWait``: a hang guard a loaded machine cannot trip.
+    /// The next request or response the peer receives, parsed; nil after `seconds` (a script's
+    /// first wait is a hang guard: see `UDPTestPeer.receive(within:)`).
     static func nextRequest(_ peer: UDPTestPeer, within seconds: Double = 5) -> (SIPMessage, sockaddr_in)? {
         guard let (bytes, from) = peer.receive(within: seconds), let message = try? SIPParser.parse(datagram: bytes)
         else {
@@ -62,8 +62,6 @@ struct SIPSubscriptionPeerTests {
         }
         return (message, from)
     }
-
-    static let firstRequestWait: Double = 30
 
     /// The subscription's status once it has seen `count` NOTIFYs, or after 5 s.
     func waitForNotifies(_ agent: SIPUserAgent, count: Int) async -> SubscriptionStatus {
@@ -83,7 +81,7 @@ struct SIPSubscriptionPeerTests {
             await peer.run { peer -> [String] in
                 var log: [String] = []
                 // 1: initial SUBSCRIBE -> 200 + NOTIFY active.
-                guard let (first, from) = Self.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                guard let (first, from) = Self.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
                 else { return log }
                 log.append(
                     "\(first.method!) to-tag=\(first.headers["To"]!.contains("tag=")) event=\(first.headers["Event"]!)")
@@ -140,7 +138,7 @@ struct SIPSubscriptionPeerTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (subscribe, from) = Self.nextRequest(peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                guard let (subscribe, from) = Self.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
                 else { return [] }
                 peer.send(Self.accept(subscribe, tag: "srv", port: port), to: from)
                 peer.send(

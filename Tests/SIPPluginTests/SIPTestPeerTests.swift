@@ -165,7 +165,7 @@ extension SIPTestPeerTests {
         let script = Task {
             // Every wait is a hang guard: the agent's timers never fire here (a still clock), so
             // a script that gave up early under load would leave the agent waiting forever.
-            let wait = SIPSubscriptionPeerTests.firstRequestWait
+            let wait = UDPTestPeer.firstDatagramWait
             return await peer.run { peer -> Int in
                 guard let first = peer.accept(within: wait) else { return 0 }
                 defer { close(first) }

@@ -76,7 +76,7 @@ struct ServerTransactionTests {
             await peer.run { peer -> [[UInt8]] in
                 guard
                     let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: SIPSubscriptionPeerTests.firstRequestWait)
+                        peer, within: UDPTestPeer.firstDatagramWait)
                 else { return [] }
                 peer.send(SIPSubscriptionPeerTests.accept(subscribe, tag: "srv", port: port), to: from)
                 let first = SIPSubscriptionPeerTests.notify(
