@@ -95,7 +95,7 @@ extension DaemonKamailioTests {
         let audio = "/tmp/netres-test-pcmu-silence.raw"
         try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
         defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
+        let sipp = try await SIPpHarness.start(scenario: "uas-daemon-call")
         defer { sipp.stop() }
         try await withCallDaemon { kamailio, running in
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
@@ -148,9 +148,8 @@ extension DaemonKamailioTests {
         try await withCallDaemon { kamailio, running in
             #expect(try await send("state background", running) == "ok state background\n")
             let (user, port) = (running.user, kamailio.port)
-            let sipp = try await offPool {
-                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
-            }
+            let sipp = try await SIPpHarness.start(
+                scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
             defer { sipp.stop() }
             #expect(
                 try await eventually(within: .seconds(10)) {
@@ -193,9 +192,8 @@ extension DaemonKamailioTests {
     func anAccountWithIncomingCallsAnswerAnswersAtOnce() async throws {
         try await withCallDaemon(incomingCalls: "answer") { kamailio, running in
             let (user, port) = (running.user, kamailio.port)
-            let sipp = try await offPool {
-                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
-            }
+            let sipp = try await SIPpHarness.start(
+                scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
             defer { sipp.stop() }
             // Nobody runs `ctl answer`: the account's setting answers (the scenario waits for the 200).
             #expect(
@@ -224,7 +222,7 @@ extension DaemonKamailioTests {
         let audio = "/tmp/netres-test-pcmu-silence.raw"
         try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
         defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
+        let sipp = try await SIPpHarness.start(scenario: "uas-daemon-call")
         defer { sipp.stop() }
         try await withCallDaemon { _, running in
             let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
