@@ -25,7 +25,7 @@ run: deps-run
 
 test: deps-test lint
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	SWIFT=$(SWIFT) scripts/swift-test-bounded.sh
 	SWIFT=$(SWIFT) scripts/fuzz.sh $(FUZZ_CI_SECONDS)
 	$(MAKE) docs
 

@@ -44,8 +44,10 @@ extension ChildProcess {
         return waitpid(pid, &status, WNOHANG) == pid ? status : nil
     }
 
-    /// A file's bytes as UTF-8 text (invalid sequences repaired); empty when unreadable.
-    static func contents(of path: String) -> String {
+    /// A file's bytes as UTF-8 text (invalid sequences repaired); empty when unreadable. Reads
+    /// to the end with `read(2)`, so a `/proc` file (size 0, one page per read) comes whole,
+    /// where Foundation's `String(contentsOfFile:)` stops after its first page.
+    public static func contents(of path: String) -> String {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return "" }
         defer { close(fd) }

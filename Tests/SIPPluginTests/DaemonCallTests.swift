@@ -36,6 +36,33 @@ extension DaemonKamailioTests {
         return object?["calls"] as? [[String: Any]] ?? []
     }
 
+    /// Kamailio, a registered daemon and sipp (`uas-daemon-call`, streaming 2 s of PCMU silence
+    /// after its ACK); the daemon calls sipp through `ctl call`. The body gets the call's id once
+    /// the call is active (and, with `withMedia`, once RTP from sipp arrived), plus whether that
+    /// happened within the hang guard (10 s).
+    func withCallToSIPp(
+        withMedia: Bool = false, _ body: (LabRegistrar, CallDaemon, SIPpHarness, String, Bool) async throws -> Void
+    ) async throws {
+        // 160 bytes per 20 ms packet; the scenario's rtp_stream names this file.
+        let audio = "/tmp/netres-test-pcmu-silence.raw"
+        try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
+        defer { try? FileManager.default.removeItem(atPath: audio) }
+        let sipp = try await SIPpHarness.start(scenario: "uas-daemon-call")
+        defer { sipp.stop() }
+        try await withCallDaemon { kamailio, running in
+            let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
+            #expect(reply.hasPrefix("ok call "), "\(reply)")
+            let id = String(reply.dropFirst("ok call ".count).dropLast())
+            let established = try await eventually(within: .seconds(10)) {
+                try await calls(running).first.map {
+                    $0["state"] as? String == "active"
+                        && (!withMedia || ($0["rtp_packets_received"] as? Int ?? 0) > 0)
+                } ?? false
+            }
+            try await body(kamailio, running, sipp, id, established)
+        }
+    }
+
     /// Kamailio, a registered daemon, the body, then shutdown and cleanup whatever happens.
     func withCallDaemon(
         incomingCalls: String = "ring", _ body: (LabRegistrar, CallDaemon) async throws -> Void
@@ -91,21 +118,7 @@ extension DaemonKamailioTests {
 
     @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
     func ctlPlacesAHoldsResumesAndHangsUpACallWithRTPCounted() async throws {
-        // 2 s of PCMU silence (0xFF), 160 bytes per 20 ms packet: what sipp streams after the ACK.
-        let audio = "/tmp/netres-test-pcmu-silence.raw"
-        try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
-        defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
-        defer { sipp.stop() }
-        try await withCallDaemon { kamailio, running in
-            let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
-            #expect(reply.hasPrefix("ok call "), "\(reply)")
-            let id = String(reply.dropFirst("ok call ".count).dropLast())
-            let established = try await eventually(within: .seconds(10)) {
-                try await calls(running).first.map {
-                    $0["state"] as? String == "active" && ($0["rtp_packets_received"] as? Int ?? 0) > 0
-                } ?? false
-            }
+        try await withCallToSIPp(withMedia: true) { kamailio, running, sipp, id, established in
             let listing = try await calls(running)
             #expect(established, "established with RTP from sipp: \(listing); sipp: \(sipp.errors.suffix(600))")
             let call = try #require(try await calls(running).first)
@@ -148,9 +161,8 @@ extension DaemonKamailioTests {
         try await withCallDaemon { kamailio, running in
             #expect(try await send("state background", running) == "ok state background\n")
             let (user, port) = (running.user, kamailio.port)
-            let sipp = try await offPool {
-                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
-            }
+            let sipp = try await SIPpHarness.start(
+                scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
             defer { sipp.stop() }
             #expect(
                 try await eventually(within: .seconds(10)) {
@@ -193,9 +205,8 @@ extension DaemonKamailioTests {
     func anAccountWithIncomingCallsAnswerAnswersAtOnce() async throws {
         try await withCallDaemon(incomingCalls: "answer") { kamailio, running in
             let (user, port) = (running.user, kamailio.port)
-            let sipp = try await offPool {
-                try SIPpHarness(scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
-            }
+            let sipp = try await SIPpHarness.start(
+                scenario: "uac-daemon-incoming", arguments: ["-s", user, "127.0.0.1:\(port)"])
             defer { sipp.stop() }
             // Nobody runs `ctl answer`: the account's setting answers (the scenario waits for the 200).
             #expect(
@@ -221,18 +232,8 @@ extension DaemonKamailioTests {
     /// the ACK of its own 407), so a far end that does not would never see the 2xx's ACK.
     @Test(.enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"))
     func anInterruptionThroughCtlHoldsAndResumesTheCall() async throws {
-        let audio = "/tmp/netres-test-pcmu-silence.raw"
-        try Data(repeating: 0xFF, count: 16_000).write(to: URL(fileURLWithPath: audio))
-        defer { try? FileManager.default.removeItem(atPath: audio) }
-        let sipp = try await offPool { try SIPpHarness(scenario: "uas-daemon-call") }
-        defer { sipp.stop() }
-        try await withCallDaemon { _, running in
-            let reply = try await send("call \(running.user) sip:far@127.0.0.1:\(sipp.port)", running)
-            let id = String(reply.dropFirst("ok call ".count).dropLast())
-            #expect(
-                try await eventually(within: .seconds(10)) {
-                    try await calls(running).first?["state"] as? String == "active"
-                })
+        try await withCallToSIPp { (_, running, sipp, id, established) async throws in
+            #expect(established)
             #expect(try await send("interruption begin", running) == "ok interruption begin\n")
             #expect(
                 try await eventually(within: .seconds(10)) {

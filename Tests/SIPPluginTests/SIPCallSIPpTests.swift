@@ -25,7 +25,7 @@ struct SIPCallSIPpTests {
     }
 
     func withSIPp(_ scenario: String, _ body: (SIPpHarness) async throws -> Void) async throws {
-        let sipp = try SIPpHarness(scenario: scenario)
+        let sipp = try await SIPpHarness.start(scenario: scenario)
         defer { sipp.stop() }
         try await body(sipp)
     }

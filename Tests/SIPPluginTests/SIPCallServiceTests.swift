@@ -51,7 +51,7 @@ struct SIPCallServiceTests {
     }
 
     @Test func theInterruptionsHoldAndResumeLeaveAUserHoldAlone() async throws {
-        let sipp = try SIPpHarness(scenario: "uas-hold-resume")
+        let sipp = try await SIPpHarness.start(scenario: "uas-hold-resume")
         defer { sipp.stop() }
         let (plugin, account) = plugin(for: sipp)
         let seen = reports(of: plugin) { if case .serviceRemoved = $0 { true } else { false } }
@@ -89,7 +89,7 @@ struct SIPCallServiceTests {
         _ body: (LabRegistrar, SIPpHarness, SIPPlugin, SIPAccount) async throws -> Void
     ) async throws {
         try await withLoopbackRegistrar { kamailio in
-            let sipp = try SIPpHarness(scenario: scenario, calls: calls)
+            let sipp = try await SIPpHarness.start(scenario: scenario, calls: calls)
             defer { sipp.stop() }
             let user = uniqueUser("mover")
             let account = SIPAccount(

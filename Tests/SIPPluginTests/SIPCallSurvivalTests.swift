@@ -57,7 +57,7 @@ struct SIPCallSurvivalTests {
     }
 
     func withCall(_ scenario: String, budget: Duration, _ body: (CallLab) async throws -> Void) async throws {
-        let sipp = try SIPpHarness(scenario: scenario)
+        let sipp = try await SIPpHarness.start(scenario: scenario)
         defer { sipp.stop() }
         let user = uniqueUser("survivor")
         let account = SIPAccount(

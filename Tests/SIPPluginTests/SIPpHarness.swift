@@ -22,13 +22,22 @@ final class SIPpHarness: Sendable {
     }
 
     /// Starts `sipp -sf SCENARIO` in server mode on a free port for `calls` calls (sipp tells
-    /// calls apart by Call-ID); the scenario's own timeouts and `-timeout 40s` bound its life.
-    /// `arguments` go last (a client scenario's remote host, `-s USER`).
+    /// calls apart by Call-ID) and returns once it listens (see ``waitUntilBound(port:within:)``);
+    /// the scenario's own timeouts and `-timeout 40s` bound its life. `arguments` go last (a
+    /// client scenario's remote host, `-s USER`).
     ///
     /// sipp answers a call to the address it first heard that Call-ID from: a test whose agent
     /// moves to a new address must reach sipp through the registrar (Kamailio), whose replies
     /// follow the Via.
-    init(scenario name: String, calls: Int = 1, arguments: [String] = []) throws {
+    static func start(scenario name: String, calls: Int = 1, arguments: [String] = []) async throws -> SIPpHarness {
+        let sipp = try SIPpHarness(scenario: name, calls: calls, arguments: arguments)
+        // sipp binds its port only after parsing the scenario: on a loaded machine that takes
+        // longer than any fixed pause, and a request sent before it draws ICMP port unreachable.
+        await waitUntilBound(port: sipp.port, within: .seconds(5))
+        return sipp
+    }
+
+    private init(scenario name: String, calls: Int, arguments: [String]) throws {
         guard let executable = Self.executable else { throw HarnessError("sipp is not installed") }
         directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("nr-sipp-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -41,19 +50,18 @@ final class SIPpHarness: Sendable {
                 "-m", "\(calls)", "-timeout", "40s", "-timeout_error", "-trace_msg", "-message_file", messages,
                 "-trace_err", "-error_file", directory.appendingPathComponent("errors.log").path,
             ] + arguments, output: directory.appendingPathComponent("stdout.log").path, newProcessGroup: true)
-        // sipp binds its port only after parsing the scenario: on a loaded machine that takes
-        // longer than any fixed pause, and a request sent before it draws ICMP port unreachable.
-        Self.waitUntilBound(port: port, within: 5)
     }
 
-    /// Polls `/proc/net/udp` (bounded: `seconds`) until a socket is bound to 127.0.0.1:`port`.
-    static func waitUntilBound(port: Int, within seconds: Double) {
+    /// Polls the whole of `/proc/net/udp` (bounded: `bound`; sleeping between looks, so no
+    /// thread of the concurrency pool is held) until a socket is bound to 127.0.0.1:`port`.
+    /// (`String(contentsOfFile:)` read only its first page, 31 sockets: past that, sipp was
+    /// never seen and a pool thread blocked for the whole bound.)
+    static func waitUntilBound(port: Int, within bound: Duration) async {
         let local = String(format: "0100007F:%04X", port)
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            let table = (try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8)) ?? ""
-            if table.contains(" \(local) ") { return }
-            Thread.sleep(forTimeInterval: 0.02)
+        let deadline = ContinuousClock.now + bound
+        while ContinuousClock.now < deadline {
+            if ChildProcess.contents(of: "/proc/net/udp").contains(" \(local) ") { return }
+            try? await Task.sleep(for: .milliseconds(20))
         }
     }
 

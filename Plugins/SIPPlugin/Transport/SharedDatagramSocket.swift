@@ -27,6 +27,7 @@ final class SharedDatagramSocket: Sendable {
     private struct State {
         var routes = DatagramRoutes<SIPTransport>()
         var closed = false
+        /// A flush is queued on the event loop; read and written only there.
         var flushPending = false
         var waits = AnswerWaits()
     }
@@ -129,15 +130,22 @@ final class SharedDatagramSocket: Sendable {
 
     /// Writes one datagram to the registrar; the write is flushed with every other write of
     /// this event-loop pass.
+    ///
+    /// The write and the decision to queue the pass's flush run together on the event loop, in
+    /// the order the writes run there: a flush already queued then runs after this write and
+    /// carries it, and a write that runs after the flush queues the next one. (Deciding on the
+    /// sender's thread lost writes that reached the loop after a flush was queued but before it
+    /// ran: nothing flushed them, and their senders waited for ever.)
     func send(_ bytes: [UInt8]) async throws {
         let envelope = AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: bytes))
         let written = channel.eventLoop.makePromise(of: Void.self)
-        channel.write(envelope, promise: written)
-        let flushNow = state.withLock { state -> Bool in
-            defer { state.flushPending = true }
-            return !state.flushPending
-        }
-        if flushNow {
+        channel.eventLoop.execute { [self] in
+            channel.write(envelope, promise: written)
+            let flushQueued = state.withLock { state -> Bool in
+                defer { state.flushPending = true }
+                return state.flushPending
+            }
+            guard !flushQueued else { return }
             channel.eventLoop.execute { [self] in
                 state.withLock { $0.flushPending = false }
                 channel.flush()

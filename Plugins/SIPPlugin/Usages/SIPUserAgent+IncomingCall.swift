@@ -149,9 +149,7 @@ extension SIPUserAgent {
         call.inviteInFlight = isInvite || call.inviteInFlight
         calls[id] = call
         guard let flow = transport else {
-            calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
-            reply(request.makeResponse(status: 500, reason: "No Flow"))
-            if isInvite { offerSlotFreed(id) }  // the INVITE ended here, its slot with it
+            refuse(request, call: id, status: 500, reason: "No Flow") { response, _ in reply(response) }
             return
         }
         await sendAnswer(to: request, call: id, flow: flow) { transaction.respond($0, at: $1) }
@@ -199,15 +197,16 @@ extension SIPUserAgent {
         if isInvite { retransmitUntilAck(ok, call: id, respond: respond) }
     }
 
-    /// Answers the far end's offer 488 and forgets it; an INVITE ends here, and frees the call's
-    /// offer slot with it (a newer offer of ours must not wait 64×T1 for it).
+    /// Answers the far end's offer with `status` (488 by default) and forgets it; an INVITE ends
+    /// here, and frees the call's offer slot with it (a newer offer of ours must not wait 64×T1
+    /// for it).
     private func refuse(
-        _ request: SIPMessage, call id: CallID,
-        respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
+        _ request: SIPMessage, call id: CallID, status: Int = 488, reason: String = "Not Acceptable Here",
+        respond: (SIPMessage, ContinuousClock.Instant) -> Void
     ) {
         guard let call = calls[id] else { return }
         calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
-        respond(request.makeResponse(status: 488, reason: "Not Acceptable Here"), clock.now)
+        respond(request.makeResponse(status: status, reason: reason), clock.now)
         if request.method?.uppercased() == "INVITE" { offerSlotFreed(id) }
     }
 
