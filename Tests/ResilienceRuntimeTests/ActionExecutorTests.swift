@@ -8,6 +8,8 @@ struct ActionExecutorTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin()
 
+    /// The recorder reads the executor's events in a task of its own: right after
+    /// `waitUntilIdle()` the last ones may still be on their way, so tests wait for them.
     func makeExecutor(path: NetworkPath = upPath) -> (ActionExecutor, EventRecorder<ActionEvent>) {
         let executor = ActionExecutor(
             plugins: [plugin], clock: clock, configuration: .init(randomSeed: 42), path: path, logger: quiet)
@@ -23,7 +25,9 @@ struct ActionExecutorTests {
         await executor.submit([planned(.unregisterOldContact, "reg")], epoch: .initial)
         plugin.release("reg")
         await executor.waitUntilIdle()
-        let outcomes = events.recorded.map { "\($0.action.kind) \($0.outcome.label)" }
+        let outcomes = try await events.wait("5 events") { $0.count >= 5 }.map {
+            "\($0.action.kind) \($0.outcome.label)"
+        }
         #expect(
             outcomes == [
                 "register started", "refresh-registration superseded", "register succeeded",
@@ -41,13 +45,21 @@ struct ActionExecutorTests {
         await plugin.waitForStarts(count: 1)
         await executor.submit([planned(.register, "reg"), planned(.unregisterOldContact, "reg")], epoch: .initial)
         await executor.waitUntilIdle()
-        let outcomes = events.recorded.map { "\($0.action.kind) \($0.outcome.label)" }
+        let outcomes = try await events.wait("6 events") { $0.count >= 6 }.map {
+            "\($0.action.kind) \($0.outcome.label)"
+        }
         #expect(
             outcomes == [
                 "register started", "register superseded", "register started", "register succeeded",
                 "unregister-old-contact started", "unregister-old-contact succeeded",
             ])
-        #expect(plugin.completions.first == .cancelled(planned(.register, "reg")))
+        // The new attempt does not wait for the stale one to end: their completions may come in
+        // either order, but the stale one saw its cancellation.
+        let staleCancelled = RecordingPlugin.Completion.cancelled(planned(.register, "reg"))
+        for _ in 0..<500 where !plugin.completions.contains(staleCancelled) {  // hang guard: 5 s
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(plugin.completions.contains(staleCancelled))
         #expect(clock.now == events.recorded.first?.at, "no time passed: nothing waited for the stale attempt")
     }
 
@@ -85,7 +97,8 @@ struct ActionExecutorTests {
         #expect(plugin.starts.allSatisfy { $0.action.kind == .register })
         for account in (0..<20).shuffled() { plugin.release(ServiceID("acct\(account).reg")) }
         await executor.waitUntilIdle()
-        let items = events.recorded
+        let total = batch.count
+        let items = try await events.wait("every action succeeded") { $0.filter(\.isSucceeded).count >= total }
         for action in batch where !action.after.isEmpty {
             let start = items.firstIndex { $0.action == action && $0.isStarted }
             let prerequisiteDone = items.firstIndex { $0.action.service == action.after.first && $0.isSucceeded }
@@ -110,7 +123,9 @@ struct ActionExecutorTests {
         await plugin.waitForStarts(count: 1)
         await executor.submit(decision(), epoch: .initial)
         await executor.waitUntilIdle()
-        let items = events.recorded
+        let items = try await events.wait("the subscription succeeded") {
+            $0.contains { $0.action.kind == .subscribe && $0.isSucceeded }
+        }
         let subscribeStarts = items.indices.filter { items[$0].action.kind == .subscribe && items[$0].isStarted }
         let registered = items.firstIndex { $0.action.kind == .register && $0.isSucceeded }
         #expect(subscribeStarts.count == 1, "\(items.map { "\($0.action.kind) \($0.outcome.label)" })")
@@ -128,7 +143,9 @@ struct ActionExecutorTests {
                 planned(.unregister, "reg", after: ["sub"]),
             ], epoch: .initial)
         await executor.waitUntilIdle()
-        let order = events.recorded.filter(\.isSucceeded).map { "\($0.action.kind)" }
+        let order = try await events.wait("the unregister succeeded") {
+            $0.contains { $0.action.kind == .unregister && $0.isSucceeded }
+        }.filter(\.isSucceeded).map { "\($0.action.kind)" }
         #expect(order == ["register", "subscribe", "unregister"])
     }
 
