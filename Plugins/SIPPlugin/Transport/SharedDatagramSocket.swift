@@ -135,23 +135,31 @@ final class SharedDatagramSocket: Sendable {
     /// the order the writes run there: a flush already queued then runs after this write and
     /// carries it, and a write that runs after the flush queues the next one. (Deciding on the
     /// sender's thread lost writes that reached the loop after a flush was queued but before it
-    /// ran: nothing flushed them, and their senders waited for ever.)
+    /// ran: nothing flushed them, and their senders waited for ever.) A sender already on the
+    /// loop (the daemon runs its tasks there) writes at once, without a hop.
     func send(_ bytes: [UInt8]) async throws {
         let envelope = AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: bytes))
         let written = channel.eventLoop.makePromise(of: Void.self)
-        channel.eventLoop.execute { [self] in
-            channel.write(envelope, promise: written)
-            let flushQueued = state.withLock { state -> Bool in
-                defer { state.flushPending = true }
-                return state.flushPending
-            }
-            guard !flushQueued else { return }
-            channel.eventLoop.execute { [self] in
-                state.withLock { $0.flushPending = false }
-                channel.flush()
-            }
+        if channel.eventLoop.inEventLoop {
+            writeOnLoop(envelope, promise: written)
+        } else {
+            channel.eventLoop.execute { [self] in writeOnLoop(envelope, promise: written) }
         }
         try await written.futureResult.get()
+    }
+
+    /// On the event loop: writes `envelope` and queues the pass's flush unless one is queued.
+    private func writeOnLoop(_ envelope: AddressedEnvelope<ByteBuffer>, promise: EventLoopPromise<Void>) {
+        channel.write(envelope, promise: promise)
+        let flushQueued = state.withLock { state -> Bool in
+            defer { state.flushPending = true }
+            return state.flushPending
+        }
+        guard !flushQueued else { return }
+        channel.eventLoop.execute { [self] in
+            state.withLock { $0.flushPending = false }
+            channel.flush()
+        }
     }
 
     /// Proves the socket alive for one of its flows (RFC 5626 keep-alive per flow, not per
