@@ -32,12 +32,14 @@ extension CallRecoveryBenchmark {
 
     /// Starts baresip 1.0 headless in the phone host as `peer` (NetworkLab's ``LabBaresip``: its
     /// config keeps a call up; no fixed address, so baresip follows an address change at its own
-    /// 60 s poll; port 5064), waits until it is bound, and dials `far` through `ctrl_tcp`.
+    /// 60 s poll; port 5064; the registrar as its outbound proxy, so its call goes through Kamailio
+    /// as netres's does), waits until it is bound, and dials `far` through `ctrl_tcp`.
     func startBaresip(_ lab: NetworkLab, phone: LabHost, registrar: LabRegistrar, calling far: LabSIPp)
         async throws
     {
         let peer = try await lab.startBaresip(
-            in: phone, user: "peer", registrar: registrar, address: nil, port: 5064, controlPort: 4444)
+            in: phone, user: "peer", registrar: registrar, address: nil, port: 5064, controlPort: 4444,
+            outboundProxy: true)
         try await peer.dial(far.uri())
         try await answered(far, "baresip")
     }

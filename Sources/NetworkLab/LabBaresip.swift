@@ -117,11 +117,14 @@ extension NetworkLab {
     ///   - port: baresip's SIP port (UDP), 1024–65000.
     ///   - controlPort: its `ctrl_tcp` port on the host's loopback, 1024–65000.
     ///   - autoAnswer: answer every incoming call at once (`;answermode=auto`).
+    ///   - outboundProxy: send every request through the registrar (`;outbound=`), also a call to a
+    ///     URI that names another host; then the registrar's Record-Route keeps the dialog through it,
+    ///     and without it the phone sends a dialog's requests wherever the far end's Contact points.
     /// - Throws: ``NetworkLabError`` `.unsupported` when baresip is not installed, `.timedOut` (with
     ///   the end of its log) when it does not register within 15 s.
     public func startBaresip(
         in host: LabHost, user: String, registrar: LabRegistrar, address: String?, port: Int = 5060,
-        controlPort: Int = 4444, autoAnswer: Bool = false
+        controlPort: Int = 4444, autoAnswer: Bool = false, outboundProxy: Bool = false
     ) async throws -> LabBaresip {
         guard let baresip = LabBaresip.executable, let modules = LabBaresip.modules else {
             throw error(.unsupported, "baresip is not installed (Debian baresip-core)")
@@ -135,7 +138,8 @@ extension NetworkLab {
             directory: folder, modules: modules, listen: "\(address ?? "0.0.0.0"):\(port)", controlPort: controlPort
         ).write(toFile: folder + "/config", atomically: true, encoding: .utf8)
         try BaresipConfig.account(
-            user: user, registrar: "\(registrar.address):\(registrar.port)", autoAnswer: autoAnswer
+            user: user, registrar: "\(registrar.address):\(registrar.port)", autoAnswer: autoAnswer,
+            outboundProxy: outboundProxy
         ).write(toFile: folder + "/accounts", atomically: true, encoding: .utf8)
         let pid = try spawn(in: host, [baresip, "-s", "-f", folder], output: folder + "/baresip.log")
         let phone = LabBaresip(
@@ -185,10 +189,12 @@ enum BaresipConfig {
     }
 
     /// One account line: user U at `registrar` (`host:port`) over UDP, password `secret-U`,
-    /// re-registering every 600 s, answering at once when `autoAnswer`.
-    static func account(user: String, registrar: String, autoAnswer: Bool) -> String {
+    /// re-registering every 600 s, answering at once when `autoAnswer`, sending every request
+    /// through the registrar when `outboundProxy` (a loose route: `;lr`).
+    static func account(user: String, registrar: String, autoAnswer: Bool, outboundProxy: Bool) -> String {
         "<sip:\(user)@\(registrar);transport=udp>;auth_pass=secret-\(user);regint=600"
-            + (autoAnswer ? ";answermode=auto" : "") + "\n"
+            + (autoAnswer ? ";answermode=auto" : "")
+            + (outboundProxy ? ";outbound=\"sip:\(registrar);transport=udp;lr\"" : "") + "\n"
     }
 }
 
