@@ -70,18 +70,22 @@ struct PhoneCallTests {
             #expect(reinvite?.connectionAddress == new, "\(reinvite?.text ?? "no re-INVITE answered")")
         }
 
-        // Hold and resume each call: baresip answers `sendonly` with `recvonly`, then `sendrecv`.
+        // Hold and resume each call: netres offers `sendonly`, then `sendrecv`; the phone answers both 200.
         for (id, phone) in both {
             let mark = phone.messages().count
             let held = try? await f.calls.ctl("hold", id, within: .seconds(20))
             #expect(held?.hasPrefix("ok") == true, "ctl hold \(id): \(held ?? "no reply"); netres: \(f.calls.log())")
-            let holding = PhoneCallLab.answeredReinvite(phone, since: mark)
-            #expect(holding?.text.contains("a=sendonly") == true, "hold of \(id): \(phone.diagnostics())")
+            let holding = await eventually(within: .seconds(5)) {
+                PhoneCallLab.answeredReinvite(phone, since: mark)?.text.contains("a=sendonly") == true
+            }
+            #expect(holding, "hold of \(id): \(phone.diagnostics())")
             let resumeMark = phone.messages().count
             let resumed = try? await f.calls.ctl("resume", id, within: .seconds(20))
             #expect(resumed?.hasPrefix("ok") == true, "ctl resume \(id): \(resumed ?? "no reply")")
-            let resuming = PhoneCallLab.answeredReinvite(phone, since: resumeMark)
-            #expect(resuming?.text.contains("a=sendrecv") == true, "resume of \(id): \(phone.diagnostics())")
+            let resuming = await eventually(within: .seconds(5)) {
+                PhoneCallLab.answeredReinvite(phone, since: resumeMark)?.text.contains("a=sendrecv") == true
+            }
+            #expect(resuming, "resume of \(id): \(phone.diagnostics())")
         }
 
         // A minute after both were up: both calls are still listed by both ends, with no BYE.
