@@ -82,6 +82,20 @@ struct PhoneCallLab {
         }
     }
 
+    /// The requests of the call with `callID` that passed through Kamailio once it was up: every
+    /// request Kamailio logged for that Call-ID after `established` (``realtime()``), and the ACK of
+    /// the initial 2xx (the ACK with the CSeq of the last INVITE logged before then).
+    func requestsThroughProxy(callID: String, after established: Double) -> [RegistrarRequest] {
+        let call = registrar.requests().filter { !$0.isReply && $0.fields["callid"] == callID }
+        let initial = call.last { $0.kind == "INVITE" && $0.at <= established }?.fields["cseq"]
+        return call.filter { $0.at > established || ($0.kind == "ACK" && $0.fields["cseq"] == initial) }
+    }
+
+    /// The Call-ID of the call `phone` took part in (the first INVITE it sent or received).
+    static func callID(_ phone: LabBaresip) -> String {
+        phone.messages().first { $0.method == "INVITE" }?.header("Call-ID") ?? "?"
+    }
+
     /// The BYE requests `phone` sent or received so far.
     static func byes(_ phone: LabBaresip) -> [SIPpMessage] { phone.messages().filter { $0.method == "BYE" } }
 }

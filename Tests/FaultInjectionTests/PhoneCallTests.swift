@@ -41,7 +41,10 @@ struct PhoneCallTests {
         let incoming = try await f.carolCallsAlice()
         let outgoing = await f.aliceCallsBob()
         let established = ContinuousClock.now
+        let establishedAt = realtime()
         let both = [(outgoing, bob), (incoming, carol)].compactMap { id, phone in id.map { ($0, phone) } }
+        // Once both calls are over (or failed): which of their in-dialog requests crossed the proxy.
+        defer { checkRouting(of: [bob, carol].map(PhoneCallLab.callID), in: f, after: establishedAt, recordRoute) }
         guard !both.isEmpty else { return }
 
         // A 3 s carrier loss on netres's link: each phone answers netres's re-INVITE 200.
@@ -118,5 +121,21 @@ struct PhoneCallTests {
         #expect(
             await eventually(within: .seconds(10)) { (try? await f.calls.state(of: incoming)) == nil },
             "netres still lists \(incoming): \(f.calls.log())")
+    }
+
+    /// RFC 3261 §16.6 step 4: a proxy that record-routes "wishes to remain on the path of future
+    /// requests in a dialog", so each call's BYE passes through Kamailio; §12.2.1.1: with an empty
+    /// route set "the UAC MUST place the remote target URI into the Request-URI" and the request goes
+    /// there, so without record-routing no in-dialog request of either call reaches Kamailio.
+    static func checkRouting(of callIDs: [String], in f: PhoneCallLab, after established: Double, _ recordRoute: Bool) {
+        for callID in callIDs {
+            let through = f.requestsThroughProxy(callID: callID, after: established)
+            let seen = through.map { "\($0.kind) cseq=\($0.fields["cseq"] ?? "?") src=\($0.fields["src"] ?? "?")" }
+            if recordRoute {
+                #expect(through.contains { $0.kind == "BYE" }, "no BYE of \(callID) through the proxy: \(seen)")
+            } else {
+                #expect(through.isEmpty, "in-dialog requests of \(callID) through the proxy: \(seen)")
+            }
+        }
     }
 }
