@@ -16,6 +16,9 @@ extension SIPUserAgent {
         while let event = await iterator.next() {
             switch event {
             case .provisional(let response):
+                let early = CallInput.provisional(
+                    toTag: response.tag(in: "To"), supportsReplaces: response.offersReplaces)
+                _ = calls[id]?.machine.handle(early, at: clock.now)
                 provisionalArrived(id)
                 if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
