@@ -216,4 +216,28 @@ struct CallMachineTests {
         let step29 = keep.handle(.pathReturned(loss: long, budget: .zero), at: clock.now)
         #expect(step29 == [.recover(downtime: .seconds(40))])
     }
+
+    @Test func aCallHeldForTwoReasonsResumesOnlyWhenBothAreGone() {
+        var call = CallMachine(phase: .active, createdAt: clock.now)
+        let user = call.handle(.hold(.user), at: clock.now)
+        let interruption = call.handle(.hold(.interruption), at: clock.now)
+        #expect(user == [.offer(hold: true)] && interruption.isEmpty, "one hold offer for both reasons")
+        let interruptionOver = call.handle(.resume(.interruption), at: clock.now)
+        #expect(interruptionOver.isEmpty && call.confirmedPhase(remoteHoldsUs: false) == .held)
+        let userResumes = call.handle(.resume(.user), at: clock.now)
+        #expect(userResumes == [.offer(hold: false)] && call.confirmedPhase(remoteHoldsUs: true) == .remotelyHeld)
+        _ = call.handle(.hold(.user), at: clock.now)
+        _ = call.handle(.holdOfferFailed(.user, holding: true), at: clock.now)
+        #expect(call.holdReasons.isEmpty, "RFC 6141: a refused hold leaves the old session")
+    }
+
+    @Test func theFarEndsAllowSaysWhetherItTakesUpdateAndSilenceChangesNothing() {
+        var call = CallMachine(phase: .active, createdAt: clock.now)
+        _ = call.handle(.peerAllows(["INVITE", " update", "BYE"]), at: clock.now)
+        #expect(call.peerAllowsUpdate)
+        _ = call.handle(.peerAllows([]), at: clock.now)
+        #expect(call.peerAllowsUpdate, "a message without Allow changes nothing")
+        _ = call.handle(.peerAllows(["INVITE", "BYE"]), at: clock.now)
+        #expect(!call.peerAllowsUpdate)
+    }
 }

@@ -26,6 +26,8 @@ enum CallAction: Hashable, Sendable {
     case end(trigger: String, reason: String, downtime: Duration?)
     /// A path loss the call survived: recover it (re-INVITE or UPDATE), reporting the downtime.
     case recover(downtime: Duration?)
+    /// Send an offer that holds the call (`hold`) or resumes it (re-INVITE `sendonly`/`sendrecv`).
+    case offer(hold: Bool)
     /// Ring the far end again from the new flow: a new INVITE, with this `Replaces` value when
     /// the far end supports RFC 3891, else after a CANCEL of the abandoned INVITE.
     case ringAgain(replaces: String?)
@@ -62,10 +64,19 @@ enum CallInput: Hashable, Sendable {
     case replacesRefused
     /// The path came back after `loss`; `budget` is the policy's `call-survival-budget`.
     case pathReturned(loss: Range<ContinuousClock.Instant>?, budget: Duration)
+    /// This end holds the call for `reason` (user, interruption).
+    case hold(HoldReason)
+    /// This end withdraws `reason` for holding the call.
+    case resume(HoldReason)
+    /// The offer a `hold` or `resume` asked for failed: the reason is taken back (RFC 6141: the
+    /// old session stays).
+    case holdOfferFailed(HoldReason, holding: Bool)
+    /// The `Allow` of the far end's INVITE or 2xx (empty: it said nothing, nothing changes).
+    case peerAllows([String])
 }
 
-/// One call's pure state: its phase, the offer/answer slot with glare (RFC 3261 §14, RFC 3311
-/// §5), the ringing timeout of an incoming call, the survival budget's bookkeeping and the
+/// One call's pure state: its phase, why this end holds it, the offer/answer slot with glare
+/// (RFC 3261 §14, RFC 3311 §5), the far end's capabilities (UPDATE, Replaces), the ringing timeout of an incoming call, the survival budget's bookkeeping and the
 /// early-recovery decision (RFC 3891). No I/O and no clock: time comes in with every input; the
 /// agent performs the returned ``CallAction``s and feeds back what happened.
 ///
@@ -102,6 +113,10 @@ struct CallMachine: Hashable, Sendable {
     private(set) var survivedUntil: ContinuousClock.Instant?
     /// The far end's tag from a provisional to our ringing INVITE (an early dialog), if any.
     private(set) var earlyRemoteTag: String?
+    /// Why this end holds the call; empty exactly when it does not.
+    private(set) var holdReasons: Set<HoldReason> = []
+    /// The far end listed UPDATE in the `Allow` of its last INVITE or 2xx (RFC 3311 §5.1).
+    private(set) var peerAllowsUpdate = false
     /// The far end listed `replaces` in `Supported` or `Allow` of a provisional (RFC 3891), and
     /// has not refused a replacement since (a refusal is for the call's life).
     private(set) var peerSupportsReplaces = false
@@ -195,7 +210,29 @@ struct CallMachine: Hashable, Sendable {
             earlyRemoteTag = nil
             return phase == .outgoing ? [.ringAgain(replaces: nil)] : []
         case .pathReturned(let loss, let budget): return pathReturned(loss: loss, budget: budget)
+        case .hold(let reason):
+            // A call already held for another reason only records this one.
+            guard phase != .ended, holdReasons.insert(reason).inserted, holdReasons.count == 1 else { return [] }
+            return [.offer(hold: true)]
+        case .resume(let reason):
+            // The last reason gone resumes; an interruption ending leaves a user's hold alone.
+            guard phase != .ended, holdReasons.remove(reason) != nil, holdReasons.isEmpty else { return [] }
+            return [.offer(hold: false)]
+        case .holdOfferFailed(let reason, let holding):
+            if holding { holdReasons.remove(reason) } else { holdReasons.insert(reason) }
+            return []
+        case .peerAllows(let methods):
+            guard !methods.isEmpty else { return [] }
+            peerAllowsUpdate = methods.contains { $0.trimmingSIPWhitespace().uppercased() == "UPDATE" }
+            return []
         }
+    }
+
+    /// The phase a confirmed call is in: held when this end holds it, else remotely held when
+    /// the far end's description in force receives nothing from us (`remoteHoldsUs`).
+    func confirmedPhase(remoteHoldsUs: Bool) -> CallPhase {
+        if !holdReasons.isEmpty { return .held }
+        return remoteHoldsUs ? .remotelyHeld : .active
     }
 
     /// §14.2: "A UAS that receives an INVITE on a dialog while an INVITE it had sent on that

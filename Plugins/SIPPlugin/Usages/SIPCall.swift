@@ -80,7 +80,7 @@ public struct CallEvent: Hashable, Sendable {
 ///
 /// Invariants: `dialogID` names an entry of the agent's dialog table while the call is not
 /// ended; the machine's offer slot holds at most one offer (ours or theirs) at a time (RFC 3261
-/// §14.1); `holdReasons` is empty exactly when this end does not hold the call; `timers` holds
+/// §14.1); the machine's hold reasons are empty exactly when this end does not hold the call; `timers` holds
 /// at most one task per ``CallTimer``, all cancelled when the call ends.
 struct SIPCall {
     let id: CallID
@@ -91,7 +91,6 @@ struct SIPCall {
     /// The app's media; a ringing incoming call holds a placeholder until answered.
     var media: any MediaSession
     var machine: CallMachine
-    var holdReasons: Set<HoldReason> = []
     /// An incoming INVITE not yet answered: its transaction and the request itself.
     var pendingInvite: (request: SIPMessage, transaction: ServerTransaction)?
     /// Our INVITE or re-INVITE while it has no final response (what a CANCEL copies).
@@ -106,8 +105,6 @@ struct SIPCall {
     /// The INVITE a `Replaces` INVITE (RFC 3891) stands in for, with whether it heard a
     /// provisional, and the `Replaces` value: CANCELled only when the far end refuses.
     var replacing: (invite: SIPMessage, heardProvisional: Bool, value: String)?
-    /// The far end listed UPDATE in the `Allow` of its last INVITE or 2xx (RFC 3311 §5.1).
-    var peerAllowsUpdate = false
     /// What our re-INVITE or UPDATE without a final response offers (flow, hold, when).
     var offerInFlight: SentOffer?
     /// Our last recovery offer (`reinvite-call`) the far end accepted with a 2xx (see ``SentOffer``).
@@ -136,16 +133,14 @@ struct SIPCall {
 
     /// Takes in the `Allow` of a message from the far end; one without `Allow` changes nothing.
     mutating func notePeerAllow(_ message: SIPMessage) {
-        let allowed = message.headers.listValues("Allow")
-        guard !allowed.isEmpty else { return }
-        peerAllowsUpdate = allowed.contains { $0.trimmingSIPWhitespace().uppercased() == "UPDATE" }
+        _ = machine.handle(.peerAllows(message.headers.listValues("Allow")), at: machine.createdAt)
     }
 
+    /// Whether this end holds the call (the machine's hold reasons).
+    var isHeldHere: Bool { !machine.holdReasons.isEmpty }
+
     /// The phase a confirmed call is in, from who holds it.
-    var confirmedPhase: CallPhase {
-        if !holdReasons.isEmpty { return .held }
-        return offerAnswer.remoteHoldsUs ? .remotelyHeld : .active
-    }
+    var confirmedPhase: CallPhase { machine.confirmedPhase(remoteHoldsUs: offerAnswer.remoteHoldsUs) }
 }
 
 /// One offer of ours in a call (INVITE, re-INVITE or UPDATE): the flow it went over (its

@@ -38,17 +38,14 @@ extension SIPUserAgent {
     /// Holds the call for `reason` with a re-INVITE offering `sendonly` (`inactive` when the far
     /// end already holds us). A call already held for another reason only records this one.
     public func hold(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
-        guard var call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
+        guard let call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
             throw PluginError.permanent("no established call \(id)")
         }
-        let wasHeld = !call.holdReasons.isEmpty
-        call.holdReasons.insert(reason)
-        calls[id] = call
-        guard !wasHeld else { return }
+        guard calls[id]?.machine.handle(.hold(reason), at: clock.now) == [.offer(hold: true)] else { return }
         do {
             try await sendInvite(id, over: try await flow(for: path), hold: true)
         } catch {
-            calls[id]?.holdReasons.remove(reason)
+            _ = calls[id]?.machine.handle(.holdOfferFailed(reason, holding: true), at: clock.now)
             throw error
         }
     }
@@ -57,11 +54,11 @@ extension SIPUserAgent {
     /// A call that stays held (the user still holds it) is re-offered as held only when the
     /// address moved: the policy drops a restore's `reinvite-call` that a `resume-call` covers.
     public func resume(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
-        guard var call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
-        guard call.holdReasons.remove(reason) != nil else { return }
-        calls[id] = call
+        guard let call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
+        guard call.machine.holdReasons.contains(reason) else { return }
+        let resumes = calls[id]?.machine.handle(.resume(reason), at: clock.now) == [.offer(hold: false)]
         let flow = try await flow(for: path)
-        guard call.holdReasons.isEmpty else {
+        guard resumes else {
             if call.offerAnswer.lastSent?.connection?.address != flow.localHost {
                 try await sendInvite(id, over: flow, hold: true)
             }
@@ -70,7 +67,7 @@ extension SIPUserAgent {
         do {
             try await sendInvite(id, over: flow, hold: false)
         } catch {
-            calls[id]?.holdReasons.insert(reason)
+            _ = calls[id]?.machine.handle(.holdOfferFailed(reason, holding: false), at: clock.now)
             throw error
         }
     }

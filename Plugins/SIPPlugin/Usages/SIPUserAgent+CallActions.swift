@@ -10,7 +10,7 @@ internal import ResilienceCore
 /// nothing.
 extension SIPUserAgent {
     /// Carries out `actions` for call `id`. Offer verdicts (`answerOffer`, `refuseOffer`,
-    /// `sendOffer`, `waitForOfferSlot`) and recoveries are read by the code that asked for them.
+    /// `sendOffer`, `waitForOfferSlot`, `offer`) and recoveries are read by the code that asked.
     func perform(_ actions: [CallAction], call id: CallID) {
         for action in actions {
             switch action {
@@ -24,7 +24,7 @@ extension SIPUserAgent {
                     at: clock.now)
             case .end(let trigger, let reason, let downtime):
                 end(id, trigger: trigger, reason: reason, downtime: downtime)
-            case .answerOffer, .refuseOffer, .sendOffer, .waitForOfferSlot, .recover, .ringAgain: continue
+            case .answerOffer, .refuseOffer, .sendOffer, .waitForOfferSlot, .recover, .ringAgain, .offer: continue
             }
         }
     }

@@ -173,7 +173,7 @@ extension SIPUserAgent {
     ) async {
         guard let call = calls[id], case .remoteOfferReceived(let offer) = call.offerAnswer.state else { return }
         let isInvite = request.method?.uppercased() == "INVITE"
-        let hold = !call.holdReasons.isEmpty
+        let hold = call.isHeldHere
         let sections: [SessionDescription.Media]
         do {
             sections = try await call.media.describe(

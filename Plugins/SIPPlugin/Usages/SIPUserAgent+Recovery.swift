@@ -46,17 +46,17 @@ extension SIPUserAgent {
             .pathReturned(loss: loss, budget: budget ?? callSurvivalBudget), at: started)
         guard case .recover(let downtime)? = verdict?.first else { throw PluginError.permanent("call \(id) ended") }
         let flow = try await flow(for: path)
-        await settlePendingOffer(id, toward: flow, hold: !call.holdReasons.isEmpty)
+        await settlePendingOffer(id, toward: flow, hold: call.isHeldHere)
         try Task.checkCancellation()
         guard let settled = calls[id] else { throw PluginError.permanent("call \(id) ended") }
-        let hold = !settled.holdReasons.isEmpty
+        let hold = settled.isHeldHere
         if settled.lastRecovery?.covers(flow: flow, hold: hold, lossEnded: loss?.upperBound) == true {
             logger.info("sip.call-reinvite-coalesced", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
             return
         }
         let since = downtime != nil ? (loss?.upperBound ?? started) : started
         let recovery = CallRecovery(downtime: downtime, since: since)
-        if settled.peerAllowsUpdate {
+        if settled.machine.peerAllowsUpdate {
             try await sendUpdate(id, over: flow, hold: hold, recovery: recovery)
         } else {
             try await sendInvite(id, over: flow, hold: hold, recovery: recovery)
