@@ -125,7 +125,7 @@ struct CallMachineTests {
 
         var rejected = CallMachine(phase: .incoming, createdAt: clock.now)
         _ = rejected.handle(.ringing(timeout: .seconds(30)), at: clock.now)
-        let step18 = rejected.handle(.reject(status: 200), at: clock.now)
+        let step18 = rejected.handle(.reject(status: 200, reason: "Rejected"), at: clock.now)
         #expect(
             step18 == [
                 .disarm(.ringing), .respondToInvite(status: 400, reason: "Rejected"),

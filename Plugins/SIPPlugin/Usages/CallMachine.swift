@@ -39,8 +39,8 @@ enum CallInput: Hashable, Sendable {
     case ringing(timeout: Duration)
     /// The app answers the ringing call (the 200 goes with our answer).
     case answer
-    /// The app rejects the ringing call with this status.
-    case reject(status: Int)
+    /// The app rejects (or hangs up) the ringing call with this status and reason phrase.
+    case reject(status: Int, reason: String)
     /// The far end CANCELled its ringing INVITE (the transaction layer answered it 487).
     case cancelled
     /// A timer of this call fired.
@@ -146,13 +146,13 @@ struct CallMachine: Hashable, Sendable {
             guard ringingUntil != nil else { return [] }
             ringingUntil = nil
             return [.disarm(.ringing)]
-        case .reject(let status):
+        case .reject(let status, let phrase):
             guard ringingUntil != nil else { return [] }
             ringingUntil = nil
             let code = min(max(status, 400), 699)
             phase = .ended
             return [
-                .disarm(.ringing), .respondToInvite(status: code, reason: "Rejected"),
+                .disarm(.ringing), .respondToInvite(status: code, reason: phrase),
                 .end(trigger: "api", reason: "\(code)", downtime: nil),
             ]
         case .cancelled:

@@ -119,7 +119,7 @@ extension SIPUserAgent {
         guard calls[id]?.pendingInvite != nil else {
             throw PluginError.permanent("no incoming call \(id) to reject")
         }
-        perform(calls[id]?.machine.handle(.reject(status: status), at: clock.now) ?? [], call: id)
+        perform(calls[id]?.machine.handle(.reject(status: status, reason: "Rejected"), at: clock.now) ?? [], call: id)
     }
 
     /// A re-INVITE or UPDATE with an offer (RFC 3311 for UPDATE): 491 while our own offer is
