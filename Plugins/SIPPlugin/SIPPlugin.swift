@@ -162,9 +162,10 @@ public final class SIPPlugin: ResiliencePlugin {
         for agent in agents.values { agent.pathChanged(path) }
     }
 
-    /// The user agent of an account: the plugin's own and its tests' way in. Call commands go
-    /// through the plugin's call API (`SIPPlugin+Calls.swift`), the one door for them.
-    func agent(for account: String) -> SIPUserAgent? { agents[account] }
+    /// The user agent of an account: the plugin's own and the package's tests' way in (not
+    /// public). Call commands go through the plugin's call API (`SIPPlugin+Calls.swift`), the
+    /// one door for them.
+    package func agent(for account: String) -> SIPUserAgent? { agents[account] }
 
     /// What the registrar last confirmed for an account; nil for an unknown account.
     public func registrationStatus(of account: String) async -> RegistrationStatus? {
