@@ -69,4 +69,36 @@ extension SIPCallSIPpTests {
             await agent.close()
         }
     }
+
+    /// The one door: a library user places, holds, resumes and ends a call through the plugin's
+    /// call API by account name and follows it on `callEvents(of:)`, as `netres run` does; an
+    /// unknown account is a permanent failure, not a crash or a silent nil.
+    @Test func thePluginsCallAPIPlacesHoldsResumesAndEndsACall() async throws {
+        try await withSIPp("uas-hold-resume") { sipp in
+            let user = uniqueUser("door")
+            let account = SIPAccount(
+                name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
+                password: "secret-\(user)")
+            let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
+            let events = try #require(plugin.callEvents(of: user))
+            let phases = Task {
+                await events.prefix { $0.phase != .ended }.map(\.phase).reduce(into: []) { $0.append($1) }
+            }
+            let call = try await plugin.placeCall(
+                account: user, to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
+            #expect(await plugin.calls(of: user)[call] == .active)
+            try await plugin.hold(call, account: user, path: loopbackPath())
+            #expect(await plugin.calls(of: user)[call] == .held)
+            try await plugin.resume(call, account: user, path: loopbackPath())
+            try await plugin.hangUp(call, account: user, path: loopbackPath())
+            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await phases.value == [.outgoing, .active, .held, .active])
+            #expect(await plugin.calls(of: user).isEmpty)
+            await #expect(throws: PluginError.permanent("sip: no account \"nobody\"")) {
+                try await plugin.hangUp(call, account: "nobody", path: loopbackPath())
+            }
+            #expect(plugin.callEvents(of: "nobody") == nil)
+            await plugin.agent(for: user)?.close()
+        }
+    }
 }
