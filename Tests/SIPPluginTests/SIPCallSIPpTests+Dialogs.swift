@@ -35,11 +35,9 @@ extension SIPCallSIPpTests {
     @Test func aRingingCallNobodyAnswersEndsWith480AtTheRingingTimeout() async throws {
         try await withSIPp("uac-ring-timeout") { sipp in
             let user = uniqueUser("callee")
-            var account = SIPAccount(
-                name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
-                password: "secret-\(user)")
-            account.ringingTimeout = .seconds(1)
-            let agent = SIPUserAgent(account: account, logger: testLogger(user))
+            var impatient = account(for: sipp, user: user)
+            impatient.ringingTimeout = .seconds(1)
+            let agent = SIPUserAgent(account: impatient, logger: testLogger(user))
             let recorder = Recorder(agent)
             try await agent.register(path: loopbackPath())
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
@@ -76,10 +74,7 @@ extension SIPCallSIPpTests {
     @Test func thePluginsCallAPIPlacesHoldsResumesAndEndsACall() async throws {
         try await withSIPp("uas-hold-resume") { sipp in
             let user = uniqueUser("door")
-            let account = SIPAccount(
-                name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
-                password: "secret-\(user)")
-            let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
+            let plugin = SIPPlugin(accounts: [account(for: sipp, user: user)], logger: testLogger(user))
             let events = try #require(plugin.callEvents(of: user))
             let phases = Task {
                 await events.prefix { $0.phase != .ended }.map(\.phase).reduce(into: []) { $0.append($1) }
