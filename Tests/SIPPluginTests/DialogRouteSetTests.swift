@@ -89,6 +89,10 @@ struct DialogRouteSetTests {
         let accepted10 = dialog.accept(request: bye, cseq: 10)
         #expect(accepted10)
         #expect(dialog.remoteTarget == "sip:alice@198.18.0.98:5070", "BYE refreshes no target")
+        // §12.2.2: a lower CSeq "is out of order and MUST be rejected with a 500"; the agent
+        // asks before it answers anything.
+        #expect(!dialog.isInOrder(9) && dialog.isInOrder(10) && dialog.isInOrder(11))
+        #expect(Dialog(callID: "c", localTag: "l").isInOrder(1), "no remote CSeq yet: anything is in order")
     }
 
     @Test func inDialogRequestsFollowLooseAndStrictRoutingRules() {

@@ -137,11 +137,15 @@ public struct Dialog: Hashable, Sendable {
         return (uri, Array(routeSet.dropFirst()) + ["<\(remoteTarget)>"])
     }
 
+    /// Whether a request of the peer with this CSeq is in order (§12.2.2: not lower than the
+    /// last one seen; a lower one "MUST be rejected with a 500 (Server Internal Error)").
+    public func isInOrder(_ cseq: UInt32) -> Bool { remoteCSeq.map { cseq >= $0 } ?? true }
+
     /// Checks a request the peer sent in the dialog (§12.2.2) and takes in its CSeq, and the
     /// Contact of a target refresh (``targetRefreshMethods``; a BYE's Contact changes nothing).
     /// - Returns: false when its CSeq is lower than the last one seen (out of order: answer 500).
     public mutating func accept(request: SIPMessage, cseq: UInt32) -> Bool {
-        if let remoteCSeq, cseq < remoteCSeq { return false }
+        guard isInOrder(cseq) else { return false }
         remoteCSeq = cseq
         guard Self.targetRefreshMethods.contains(request.method?.uppercased() ?? "") else { return true }
         if let contact = request.headers.listValues("Contact").first { remoteTarget = extractURI(contact) }

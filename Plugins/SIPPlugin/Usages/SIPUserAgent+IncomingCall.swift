@@ -44,6 +44,12 @@ extension SIPUserAgent {
             if method != "ACK" { reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")) }
             return true
         }
+        // §12.2.2: a request whose CSeq is lower than the dialog's remote CSeq "is out of order
+        // and MUST be rejected with a 500 (Server Internal Error) response".
+        if method != "ACK", dialogs[dialogID]?.isInOrder(cseq.number) == false {
+            reply(request.makeResponse(status: 500, reason: "Server Internal Error"))
+            return true
+        }
         switch method {
         case "ACK":
             if calls[id]?.awaitingAck == cseq.number { calls[id]?.awaitingAck = nil }
