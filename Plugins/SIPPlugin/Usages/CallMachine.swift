@@ -76,9 +76,10 @@ enum CallInput: Hashable, Sendable {
 }
 
 /// One call's pure state: its phase, why this end holds it, the offer/answer slot with glare
-/// (RFC 3261 §14, RFC 3311 §5), the far end's capabilities (UPDATE, Replaces), the ringing timeout of an incoming call, the survival budget's bookkeeping and the
-/// early-recovery decision (RFC 3891). No I/O and no clock: time comes in with every input; the
-/// agent performs the returned ``CallAction``s and feeds back what happened.
+/// (RFC 3261 §14, RFC 3311 §5), the far end's capabilities (UPDATE, Replaces), the ringing
+/// timeout of an incoming call, the survival budget's bookkeeping and the early-recovery
+/// decision (RFC 3891). No I/O and no clock: time comes in with every input; the agent performs
+/// the returned ``CallAction``s and feeds back what happened.
 ///
 /// Invariants:
 /// - The offer slot holds at most one offer at a time, ours or theirs (§14.1, RFC 3311 §5.1).
@@ -99,10 +100,9 @@ struct CallMachine: Hashable, Sendable {
         case theirs(method: String)
     }
 
-    /// The shortest and longest ringing timeout a setting may ask for.
+    /// The shortest and longest ringing timeout a setting may ask for (the account's default,
+    /// like common phones, is 60 s: ``SIPAccount/ringingTimeout``).
     static let ringingTimeoutRange = Duration.seconds(1)...Duration.seconds(3_600)
-    /// What an account rings for unless it says otherwise (common phones ring for ~60 s).
-    static let defaultRingingTimeout = Duration.seconds(60)
 
     private(set) var phase: CallPhase
     private(set) var offerSlot = OfferSlot.idle
