@@ -83,8 +83,9 @@ public actor SIPUserAgent {
     nonisolated let pacer: RegistrarPacer
     /// Tells the runtime of responses on the flow (see ``FlowActivity``).
     nonisolated let activity: FlowActivity
-    /// A call whose path was lost longer than this is ended on return (policy
-    /// `call-survival-budget`); zero keeps calls across any outage.
+    /// A call whose path was lost longer than this is ended on return; zero keeps calls across
+    /// any outage. Only a fallback: the plugin's actions bring the policy's
+    /// `call-survival-budget` (`PluginContext.callSurvivalBudget`), which wins.
     public nonisolated let callSurvivalBudget: Duration
     /// The shared UDP sockets of the plugin (one per local address and registrar); nil gives
     /// each UDP flow a socket of its own.
