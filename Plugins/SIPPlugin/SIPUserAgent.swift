@@ -73,6 +73,11 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
+    /// The branches of our INVITEs whose final non-2xx arrived, noted by the transaction before
+    /// its ACK goes and before the call hears of it (`runInvite`): the far end's offer sent right
+    /// after that ACK must not find our offer pending (RFC 3261 §14.2). At most one per call;
+    /// each leaves when its INVITE is settled.
+    nonisolated let rejectedInvites = Mutex<Set<String>>([])
     /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
     /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
     var deferredByes: [(call: SIPCall, dialog: Dialog)] = []

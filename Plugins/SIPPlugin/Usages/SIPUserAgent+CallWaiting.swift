@@ -57,10 +57,12 @@ extension SIPUserAgent {
     /// §14.2: 491 only while our own offer is pending), then takes the slot back for the retry,
     /// after the far end's offer answered meanwhile (bounded by 64×T1).
     func waitOutGlare(_ id: CallID, method: String, wait: Duration) async throws {
-        let actions = calls[id]?.machine.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now) ?? []
+        guard calls[id] != nil else { throw PluginError.permanent("call \(id) ended") }
+        // The slot may already be the far end's: its offer came right after our INVITE's ACK.
+        let retryAt = clock.now + wait
+        _ = calls[id]?.machine.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now)
         callChanged(id)
-        guard case .arm(_, let at)? = actions.first else { throw PluginError.permanent("call \(id) ended") }
-        try await clock.sleep(until: at, tolerance: nil)
+        try await clock.sleep(until: retryAt, tolerance: nil)
         _ = calls[id]?.machine.handle(.timerFired(.glareRetry), at: clock.now)
         // Bounded: another offer of ours may take the freed slot first; the retry waits again.
         let deadline = clock.now + timers.transactionTimeout

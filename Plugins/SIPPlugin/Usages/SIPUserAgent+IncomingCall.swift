@@ -1,5 +1,6 @@
 internal import Logging
 public import ResilienceCore
+internal import Synchronization
 
 /// Requests the far end sends about calls: a new INVITE (rung with 180 at once), re-INVITE and
 /// UPDATE (target refresh and a new offer), ACK for our 2xx, BYE. Everything here is hostile
@@ -138,6 +139,14 @@ extension SIPUserAgent {
     ) async {
         guard calls[id] != nil, let transaction else { return }
         let method = request.method?.uppercased() ?? "INVITE"
+        if let call = calls[id], call.machine.ourOfferPending, let branch = call.outgoingInvite?.topViaBranch,
+            rejectedInvites.withLock({ $0.contains(branch) })
+        {
+            // Our INVITE's final non-2xx came (and was ACKed) before this request; the call has
+            // not taken it in yet, but our offer is no longer pending (§14.2): withdraw it.
+            calls[id]?.offerAnswer.rollback()
+            withdrawOffer(id)
+        }
         let verdict = calls[id]?.machine.handle(.remoteOffer(method: method), at: clock.now) ?? []
         if case .refuseOffer(let status, let reason, let retryAfter)? = verdict.first {
             var refusal = request.makeResponse(status: status, reason: reason)
