@@ -75,20 +75,16 @@ struct PhoneCallTests {
 
         // Hold and resume each call: netres offers `sendonly`, then `sendrecv`; the phone answers both 200.
         for (id, phone) in both {
-            let mark = phone.messages().count
-            let held = try? await f.calls.ctl("hold", id, within: .seconds(20))
-            #expect(held?.hasPrefix("ok") == true, "ctl hold \(id): \(held ?? "no reply"); netres: \(f.calls.log())")
-            let holding = await eventually(within: .seconds(5)) {
-                PhoneCallLab.answeredReinvite(phone, since: mark)?.text.contains("a=sendonly") == true
+            for (command, direction) in [("hold", "a=sendonly"), ("resume", "a=sendrecv")] {
+                let mark = phone.messages().count
+                let reply = try? await f.calls.ctl(command, id, within: .seconds(20))
+                #expect(
+                    reply?.hasPrefix("ok") == true, "ctl \(command) \(id): \(reply ?? "no reply"); \(f.calls.log())")
+                let answered = await eventually(within: .seconds(5)) {
+                    PhoneCallLab.answeredReinvite(phone, since: mark)?.text.contains(direction) == true
+                }
+                #expect(answered, "\(command) of \(id): \(phone.diagnostics())")
             }
-            #expect(holding, "hold of \(id): \(phone.diagnostics())")
-            let resumeMark = phone.messages().count
-            let resumed = try? await f.calls.ctl("resume", id, within: .seconds(20))
-            #expect(resumed?.hasPrefix("ok") == true, "ctl resume \(id): \(resumed ?? "no reply")")
-            let resuming = await eventually(within: .seconds(5)) {
-                PhoneCallLab.answeredReinvite(phone, since: resumeMark)?.text.contains("a=sendrecv") == true
-            }
-            #expect(resuming, "resume of \(id): \(phone.diagnostics())")
         }
 
         // A minute after both were up: both calls are still listed by both ends, with no BYE.
