@@ -179,6 +179,8 @@ let package = Package(
                 "ChildProcesses", "NetlinkMonitor", "NetworkLab", "ResilienceCore", "ResilienceDaemon",
                 "ResilienceTesting", log,
             ],
+            // The sipp scenarios are read through #filePath (CallFaultLab), not bundled.
+            exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
@@ -216,6 +218,17 @@ let package = Package(
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],
+            swiftSettings: strictSettings
+        ),
+        // Every Swift block of README.md and the DocC articles, compiled; a test fails when a block
+        // and its copy drift (DocBlocks.swift). Blocks that are whole tests run in their module's suite.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "NetResilience", "ResilienceCore", "ResilienceRules", "ResilienceRuntime", "ResiliencePolicyFile",
+                "HTTPGate", "SIPPlugin", "ResilienceTesting", "NetworkLab", log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

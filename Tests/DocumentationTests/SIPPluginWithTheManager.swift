@@ -1,0 +1,38 @@
+// doc:begin Plugins/SIPPlugin/SIPPlugin.docc/SIPPluginWithTheManager.md
+import Logging
+import NetResilience
+import SIPPlugin
+import ServiceLifecycle
+
+/// One account kept registered and subscribed across network loss and change, and a call.
+func runPhone(network: some NetworkEventSource, registrar: String) async throws {
+    let logger = Logger(label: "phone")
+    let policy = Policy.default
+    let alice = SIPAccount(
+        name: "alice", registrarHost: registrar, transport: .tcp, user: "alice", domain: registrar,
+        password: "secret-alice",
+        subscriptions: [SubscriptionTarget(package: .reg), SubscriptionTarget(package: .messageSummary)])
+    // The plugin ends calls whose path was lost longer than the policy's budget: hand it over.
+    let sip = SIPPlugin(accounts: [alice], callSurvivalBudget: policy.callSurvivalBudget, logger: logger)
+    let manager = ResilienceManager(source: network, policy: policy, plugins: [sip], logger: logger)
+    // The registration and one service per subscription: the manager keeps them from now on.
+    for service in sip.services { await manager.register(service) }
+    let events = manager.events()  // subscribed before the manager runs: nothing is missed
+    let group = ServiceGroup(services: [manager], logger: logger)
+    let running = Task { try await group.run() }
+
+    // The default policy registers, then subscribes; wait for the registration.
+    for await event in events {
+        guard let action = event.action, action.action.service == alice.registrationService else { continue }
+        if action.outcome == .succeeded { break }
+    }
+    // A call leaves from the path the manager decided (the plugin never reads netlink).
+    let path = await manager.status().path
+    let agent = sip.agent(for: "alice")!
+    let call = try await agent.placeCall(to: "sip:bob@\(registrar)", path: path)
+    try await agent.hangUp(call, path: path)
+
+    await group.triggerGracefulShutdown()
+    try await running.value
+}
+// doc:end
