@@ -21,7 +21,9 @@ import Synchronization
 ///   call instruments into ``factory`` (`netres_calls_recovered`, `netres_calls_lost` by
 ///   `reason`, the `netres_call_recovery` histogram, with the long buckets here).
 ///
-/// Every series named here is served from the start, at zero (the histograms empty).
+/// Every series named here is served from the start, at zero (the histograms empty), and so is
+/// `netres_actions` for each SIP action kind with outcome `succeeded` and `failed`; other
+/// outcomes and the per-kind latency and duration histograms appear when first recorded.
 ///
 /// Names are swift-metrics labels with dots, written with underscores for Prometheus.
 public final class DaemonMetrics: Sendable {
@@ -51,6 +53,13 @@ public final class DaemonMetrics: Sendable {
         for outcome in Self.registrationOutcomes { _ = counter("netres.registrations", [("outcome", outcome)]) }
         _ = counter("netres.flows.lost", [])
         for state in Self.callStates { _ = counter("netres.call.events", [("state", state.rawValue)]) }
+        // The executor's counter for the daemon's one plugin (its id is "sip"): each SIP action's
+        // successes and permanent failures, the pair alerts compare.
+        for kind in SIPPlugin.actions.sorted() {
+            for outcome in ["succeeded", "failed"] {
+                _ = counter("netres.actions", [("plugin", "sip"), ("kind", kind.rawValue), ("outcome", outcome)])
+            }
+        }
     }
 
     /// The outcomes a register or refresh can end with, as `netres_registrations` labels them.

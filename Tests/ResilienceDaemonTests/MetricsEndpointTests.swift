@@ -114,6 +114,8 @@ struct MetricsEndpointTests {
             #"netres_transitions{kind="lost"}"#, #"netres_transitions{kind="changed"}"#,
             #"netres_registrations{outcome="failed"}"#, #"netres_registrations{outcome="succeeded"}"#,
             "netres_recovery_count", "netres_path_downtime_count",
+            #"netres_actions{plugin="sip",kind="register",outcome="failed"}"#,
+            #"netres_actions{plugin="sip",kind="subscribe",outcome="succeeded"}"#,
         ] {
             #expect(Self.sample(text, series) == 0, "\(series) at start:\n\(text)")
         }
