@@ -210,6 +210,8 @@ let package = Package(
             dependencies: [
                 "ChildProcesses", "NetworkLab", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
                 "ResilienceTesting", log, lifecycle, metrics, .product(name: "NIOCore", package: "swift-nio"),
+                // The SIP article's example imports the umbrella, as an app does.
+                "NetResilience",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // ByteToMessageDecoderVerifier for the stream decoder.
                 .product(name: "NIOTestUtils", package: "swift-nio"),

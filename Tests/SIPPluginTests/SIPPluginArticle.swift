@@ -1,3 +1,5 @@
+// The article "Using the SIP plugin with the manager" (SIPPlugin.docc), compiled here and run by
+// SIPPluginArticleTests against Kamailio and sipp; DocumentationTests fails when they differ.
 // doc:begin Plugins/SIPPlugin/SIPPlugin.docc/SIPPluginWithTheManager.md
 import Logging
 import NetResilience
@@ -5,12 +7,12 @@ import SIPPlugin
 import ServiceLifecycle
 
 /// One account kept registered and subscribed across network loss and change, and a call.
-func runPhone(network: some NetworkEventSource, registrar: String) async throws {
+func runPhone(network: some NetworkEventSource, registrar: String, port: Int, callee: String) async throws {
     let logger = Logger(label: "phone")
     let policy = Policy.default
     let alice = SIPAccount(
-        name: "alice", registrarHost: registrar, transport: .tcp, user: "alice", domain: registrar,
-        password: "secret-alice",
+        name: "alice", registrarHost: registrar, registrarPort: port, transport: .tcp, user: "alice",
+        domain: registrar, password: "secret-alice",
         subscriptions: [SubscriptionTarget(package: .reg), SubscriptionTarget(package: .messageSummary)])
     // The plugin ends calls whose path was lost longer than the policy's budget: hand it over.
     let sip = SIPPlugin(accounts: [alice], callSurvivalBudget: policy.callSurvivalBudget, logger: logger)
@@ -29,7 +31,7 @@ func runPhone(network: some NetworkEventSource, registrar: String) async throws 
     // A call leaves from the path the manager decided (the plugin never reads netlink).
     let path = await manager.status().path
     let agent = sip.agent(for: "alice")!
-    let call = try await agent.placeCall(to: "sip:bob@\(registrar)", path: path)
+    let call = try await agent.placeCall(to: callee, path: path)  // returns once answered
     try await agent.hangUp(call, path: path)
 
     await group.triggerGracefulShutdown()
