@@ -14,8 +14,7 @@ func runPhone(network: some NetworkEventSource, registrar: String, port: Int, ca
         name: "alice", registrarHost: registrar, registrarPort: port, transport: .tcp, user: "alice",
         domain: registrar, password: "secret-alice",
         subscriptions: [SubscriptionTarget(package: .reg), SubscriptionTarget(package: .messageSummary)])
-    // The plugin ends calls whose path was lost longer than the policy's budget: hand it over.
-    let sip = SIPPlugin(accounts: [alice], callSurvivalBudget: policy.callSurvivalBudget, logger: logger)
+    let sip = SIPPlugin(accounts: [alice], logger: logger)
     let manager = ResilienceManager(source: network, policy: policy, plugins: [sip], logger: logger)
     // The registration and one service per subscription: the manager keeps them from now on.
     for service in sip.services { await manager.register(service) }
@@ -30,9 +29,8 @@ func runPhone(network: some NetworkEventSource, registrar: String, port: Int, ca
     }
     // A call leaves from the path the manager decided (the plugin never reads netlink).
     let path = await manager.status().path
-    let agent = sip.agent(for: "alice")!
-    let call = try await agent.placeCall(to: callee, path: path)  // returns once answered
-    try await agent.hangUp(call, path: path)
+    let call = try await sip.placeCall(account: "alice", to: callee, path: path)  // returns once answered
+    try await sip.hangUp(call, account: "alice", path: path)
 
     await group.triggerGracefulShutdown()
     try await running.value
