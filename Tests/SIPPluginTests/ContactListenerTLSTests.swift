@@ -1,9 +1,9 @@
 import ChildProcesses
 import Foundation
-import NetworkLab
 import NIOCore
 import NIOPosix
 import NIOSSL
+import NetworkLab
 import Synchronization
 import Testing
 
@@ -30,7 +30,9 @@ struct ContactListenerTLSTests {
     /// keeps its connections open, nothing more.
     func registrar(_ certificates: TestCertificates) async throws -> any Channel {
         let configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.serverCertificate).map { .certificate($0) },
+            certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.serverCertificate).map {
+                .certificate($0)
+            },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: certificates.serverKey, format: .pem)))
         let context = try NIOSSLContext(configuration: configuration)
         return try await ServerBootstrap(group: group)

@@ -57,7 +57,8 @@ enum ContactListener {
         }
         .map { Optional($0) }
         .flatMapErrorWithEventLoop { error, loop in
-            gate.log.logger.warning("sip.contact-listener-failed", metadata: ["address": "\(address)", "error": "\(error)"])
+            gate.log.logger.warning(
+                "sip.contact-listener-failed", metadata: ["address": "\(address)", "error": "\(error)"])
             return loop.makeSucceededFuture(nil)
         }
     }

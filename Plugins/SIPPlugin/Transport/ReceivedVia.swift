@@ -83,7 +83,8 @@ enum ReceivedVia {
     /// Gives the first valueless `rport` of the value `port`.
     private static func setEmptyRport(in via: String, to port: Int) -> String {
         var segments = via.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
-        for index in segments.indices.dropFirst() where segments[index].trimmingSIPWhitespace().lowercased() == "rport" {
+        for index in segments.indices.dropFirst() where segments[index].trimmingSIPWhitespace().lowercased() == "rport"
+        {
             segments[index] = "rport=\(port)"
             break
         }
