@@ -18,6 +18,9 @@ enum ContactProbe {
 
     static func address(_ host: String, _ port: Int) -> sockaddr_in { RTPEchoSessionTests.address(host, port) }
 
+    /// The port of `address`.
+    static func port(of address: sockaddr_in) -> Int { Int(UInt16(bigEndian: address.sin_port)) }
+
     /// An OPTIONS to `uri` as a peer at `sentBy` sends it, asking for `rport`.
     static func options(to uri: String, sentBy: String, transport: String = "UDP") -> SIPMessage {
         var request = SIPMessage.request("OPTIONS", uri: uri)
@@ -72,7 +75,7 @@ enum ContactProbe {
         _ = withUnsafeMutablePointer(to: &local) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
         }
-        return Int(UInt16(bigEndian: local.sin_port))
+        return port(of: local)
     }
 
     /// One framed SIP message read from `fd` within `seconds`; nil on silence or when the other
