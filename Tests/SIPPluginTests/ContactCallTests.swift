@@ -14,11 +14,12 @@ import Testing
     .timeLimit(.minutes(1))
 )
 struct ContactCallTests {
-    @Test func aByeSentStraightToTheContactEndsTheCall() async throws {
+    @Test(arguments: [SIPTransportKind.udp, .tcp])
+    func aByeSentStraightToTheContactEndsTheCall(transport: SIPTransportKind) async throws {
         try await withLoopbackRegistrar { kamailio in
             let user = uniqueUser("direct")
             let account = SIPAccount(
-                name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, user: user,
+                name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, transport: transport, user: user,
                 domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
             let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
             let agent = try #require(plugin.agent(for: user))
@@ -26,13 +27,15 @@ struct ContactCallTests {
             try await plugin.perform(action(.register, account.registrationService), context: context())
             let contact = try #require(await agent.registrationStatus.contact)
             let (host, port) = try #require(ContactProbe.hostPort(of: contact))
+            // sipp's `t1`: one TCP connection of its own to the Contact's listener.
+            let mode = transport == .tcp ? ["-t", "t1"] : []
             let sipp = try await SIPpHarness.start(
-                scenario: "uac-to-contact", arguments: ["-s", user, "\(host):\(port)"])
+                scenario: "uac-to-contact", arguments: mode + ["-s", user, "\(host):\(port)"])
             defer { sipp.stop() }
             let rung = await recorder.events(until: { $0.phase == .incoming }, within: 15).first {
                 $0.phase == .incoming
             }
-            let call = try #require(rung?.call, "the INVITE sent to the Contact rang: \(sipp.errors.suffix(600))")
+            let call = try #require(rung?.call, "the INVITE sent to the Contact rang: \(sipp.messages.suffix(1500))")
             try await agent.answer(call, path: loopbackPath())
             let events = await recorder.events(until: { $0.phase == .ended }, within: 15)
             #expect(events.map(\.phase) == [.incoming, .active, .ended])
