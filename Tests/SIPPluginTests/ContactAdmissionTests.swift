@@ -24,6 +24,14 @@ struct ContactAdmissionTests {
         instants.map { admission.admit(at: $0) }
     }
 
+    /// A flood through the Contact alone never fills an account's server transactions: each
+    /// admitted UDP request is held for timer J (64×T1) after its answer.
+    @Test func theDefaultRateCannotFillTheServerTransactionTable() {
+        let admission = ContactAdmission()
+        let held = SIPTimers().transactionTimeout / .seconds(1)
+        #expect(Double(admission.burst) + Double(admission.rate) * held < Double(ServerTransactionTable.capacity))
+    }
+
     @Test func aClockGoingBackwardsAdmitsNothingExtra() {
         var admission = ContactAdmission(rate: 100, burst: 1)
         let later = start + .seconds(5)

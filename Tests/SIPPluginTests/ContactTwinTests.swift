@@ -65,6 +65,40 @@ struct ContactTwinTests {
         await bob.close()
     }
 
+    @Test func aFloodAimedAtOneAccountLeavesTheOtherOnTheSocketAlone() async throws {
+        let registrar = try UDPTestPeer()
+        let alice = try await flow("alice", to: registrar)
+        let bob = try await flow("bob", to: registrar)
+        let port = alice.localPort
+        let flood = (0..<200).map { _ in
+            ContactProbe.options(to: "sip:alice@127.0.0.1:\(port)", sentBy: "127.0.0.1:9").serialized()
+        }
+        let probe = ContactProbe.options(to: "sip:bob@127.0.0.1:\(port)", sentBy: "127.0.0.1:9").serialized()
+        let stranger = try UDPTestPeer()
+        let target = ContactProbe.address("127.0.0.1", port)
+        let started = ContinuousClock.now
+        let bobAnswered = await stranger.run { peer -> Bool in
+            for request in flood {
+                peer.send(request, to: target)
+                usleep(200)  // within the socket's buffer: the gate, not the kernel, decides
+            }
+            peer.send(probe, to: target)
+            while let (bytes, _) = peer.receive(within: 2) {
+                let message = try? SIPParser.parse(datagram: bytes)
+                if message?.headers["To"]?.contains("sip:bob@") == true { return true }
+            }
+            return false
+        }
+        let elapsed = (ContinuousClock.now - started) / .seconds(1)
+        #expect(bobAnswered, "bob's own bucket was untouched by the flood at alice")
+        let aliceGot = inbox.messages(of: "alice").count
+        let bound = ContactAdmission().burst + Int(elapsed * Double(ContactAdmission().rate)) + 1
+        #expect(aliceGot > 0 && aliceGot <= bound, "alice got \(aliceGot) of 200 in \(elapsed) s")
+        #expect((alice.sharedSocket?.gate.refused ?? 0) >= 200 - aliceGot)
+        await alice.close()
+        await bob.close()
+    }
+
     @Test func aThousandAccountsOnOneRegistrarCostOneSocketAndItsTwin() async throws {
         let registrar = try UDPTestPeer()
         var flows: [SIPTransport] = []

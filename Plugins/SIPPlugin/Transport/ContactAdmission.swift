@@ -3,9 +3,14 @@ internal import NIOCore
 internal import ResilienceCore
 internal import Synchronization
 
-/// How many requests an account's Contact listener lets in: a token bucket, so a peer that
-/// floods the Contact costs a bounded rate of work however fast it sends, while the ordinary
-/// traffic of calls (a few requests per second) never waits.
+/// How many requests one account's Contact lets in: a token bucket, so a peer that floods the
+/// Contact costs a bounded rate of work however fast it sends, while the ordinary traffic of
+/// calls (a few requests per second) never waits.
+///
+/// The defaults keep a flood through the Contact alone from filling the account's server
+/// transactions: a UDP transaction is held for timer J (64×T1, 32 s by default) after its
+/// answer, and `burst + rate × 32 s` stays under ``ServerTransactionTable/capacity``, so
+/// requests through the registrar still find room.
 ///
 /// A pure value with time passed in. Invariants: at most `burst` requests are admitted at once
 /// after a quiet spell, and at most `burst + rate × t` within any `t`; time running backwards
@@ -18,7 +23,7 @@ struct ContactAdmission: Hashable, Sendable {
     private var tokens: Double
     private var last: ContinuousClock.Instant?
 
-    init(rate: Int = 50, burst: Int = 100) {
+    init(rate: Int = 10, burst: Int = 40) {
         self.rate = max(1, rate)
         self.burst = max(1, burst)
         self.tokens = Double(self.burst)
@@ -38,38 +43,50 @@ struct ContactAdmission: Hashable, Sendable {
     }
 }
 
-/// The door of an account's Contact for requests from anywhere (``ContactListener``): admits
-/// requests at a bounded rate (``ContactAdmission``), marks their top `Via` with their source
-/// (``ReceivedVia``), caps the connections a stream listener holds, and says where a UDP answer
-/// goes.
+/// The door of a Contact listener for requests from anywhere (``ContactListener``): admits
+/// each account's requests at a bounded rate (one ``ContactAdmission`` per account, so a flood
+/// aimed at one account leaves the others on a shared socket alone), marks their top `Via`
+/// with their source (``ReceivedVia``), caps the connections a stream listener holds, and says
+/// where a UDP answer goes.
 ///
-/// Invariants: a response arriving at a listener is dropped (this agent sends its requests over
+/// Invariants: a response arriving at a listener is dropped (an agent sends its requests over
 /// its flow to the registrar, whose answers come back there); every drop is counted
 /// (``refused``) and logged through the throttled log; at most ``maximumConnections``
-/// connections are open at once.
+/// connections are open at once; at most ``maximumAccounts`` buckets are kept (past that they
+/// all start afresh: accounts come from configuration, not from the wire).
 final class ContactGate: Sendable {
     /// Connections one stream listener holds at once.
     static let maximumConnections = 64
     /// A listener's connection that carried nothing this long is closed.
     static let idleConnection = TimeAmount.seconds(120)
 
+    /// Accounts whose buckets one gate keeps.
+    static let maximumAccounts = 4_096
+
     let log: ThrottledLog
-    private let admission: Mutex<ContactAdmission>
+    private let settings: ContactAdmission
+    private let buckets = Mutex<[String: ContactAdmission]>([:])
     private let openConnections = Atomic<Int>(0)
     private let refusedCount = Atomic<Int>(0)
 
+    /// - Parameter admission: the bucket each account starts with.
     init(log: ThrottledLog, admission: ContactAdmission = ContactAdmission()) {
         self.log = log
-        self.admission = Mutex(admission)
+        self.settings = admission
     }
 
     /// Messages refused at this door: over the rate, responses, requests without a usable Via.
     var refused: Int { refusedCount.load(ordering: .relaxed) }
 
-    /// The request to hand up, with its Via marked; nil when it is refused.
-    func admit(_ message: SIPMessage, from source: SocketAddress?) -> SIPMessage? {
+    /// The request to hand up to the account `account` names (its flow tag), with its Via
+    /// marked; nil when it is refused.
+    func admit(_ message: SIPMessage, from source: SocketAddress?, for account: String) -> SIPMessage? {
         guard message.isRequest else { return refuse(message, "sip.contact-response-dropped") }
-        guard admission.withLock({ $0.admit(at: .now) }) else { return refuse(message, "sip.contact-over-rate") }
+        let admitted = buckets.withLock { buckets in
+            if buckets[account] == nil, buckets.count >= Self.maximumAccounts { buckets.removeAll() }
+            return buckets[account, default: settings].admit(at: .now)
+        }
+        guard admitted else { return refuse(message, "sip.contact-over-rate") }
         guard let host = source?.ipAddress, let port = source?.port,
             let stamped = ReceivedVia.stamped(message, sourceHost: host, sourcePort: port)
         else { return refuse(message, "sip.contact-no-via") }

@@ -290,13 +290,13 @@ final class DatagramInbound: ChannelInboundHandler {
             return
         }
         let source = envelope.remoteAddress
-        if let gate {
-            guard let admitted = gate.admit(message, from: source) else { return }
-            message = admitted
-        }
         guard let flow = destination(message), let callbacks = flow.callbacks.withLock({ $0 }) else {
             log.log(.notice, "sip.unrouted-datagram", metadata: TransactionLayer.describe(message))
             return
+        }
+        if let gate {
+            guard let admitted = gate.admit(message, from: source, for: flow.flowTag) else { return }
+            message = admitted
         }
         let (channel, gate) = (context.channel, self.gate)
         callbacks.inbound(message) { reply in
@@ -337,7 +337,8 @@ final class StreamInbound: ChannelInboundHandler {
             flow.onPong()
         case .message(var message):
             if let gate {
-                guard let admitted = gate.admit(message, from: context.channel.remoteAddress) else { return }
+                // One account per stream listener: one bucket.
+                guard let admitted = gate.admit(message, from: context.channel.remoteAddress, for: "") else { return }
                 message = admitted
             }
             let channel = context.channel
