@@ -45,6 +45,21 @@ struct ContactAdmissionTests {
         #expect(Self.verdicts(&admission, at: [start, start]) == [true, false])
     }
 
+    @Test func aGateKeepsOneBucketPerAccountAndRefusesResponses() throws {
+        let gate = ContactGate(log: ThrottledLog(logger: testLogger("gate"), clock: ContinuousClock()))
+        let source = try SocketAddress(ipAddress: "198.18.0.7", port: 5060)
+        let options = request(via: "SIP/2.0/UDP 198.18.0.7:5060;branch=z9hG4bK1")
+        let started = ContinuousClock.now
+        let alice = (0..<200).filter { _ in gate.admit(options, from: source, for: "alice") != nil }.count
+        let elapsed = (ContinuousClock.now - started) / .seconds(1)
+        let settings = ContactAdmission()
+        #expect(alice >= settings.burst && alice <= settings.burst + Int(elapsed * Double(settings.rate)) + 1)
+        #expect(gate.admit(options, from: source, for: "bob") != nil, "bob's bucket is his own")
+        let response = options.makeResponse(status: 200, reason: "OK")
+        #expect(gate.admit(response, from: source, for: "bob") == nil)
+        #expect(gate.refused == 200 - alice + 1)
+    }
+
     func request(via: String) -> SIPMessage {
         var request = SIPMessage.request("OPTIONS", uri: "sip:alice@198.18.0.2:5080")
         request.headers.add("Via", via)
