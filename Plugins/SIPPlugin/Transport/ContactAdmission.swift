@@ -52,7 +52,8 @@ struct ContactAdmission: Hashable, Sendable {
 /// Invariants: a response arriving at a listener is dropped (an agent sends its requests over
 /// its flow to the registrar, whose answers come back there); every drop is counted
 /// (``refused``) and logged through the throttled log; at most ``maximumConnections``
-/// connections are open at once; at most ``maximumAccounts`` buckets are kept (past that they
+/// connections are open at once, and an answer to a connection whose peer stopped reading (not
+/// writable) is dropped, not queued; at most ``maximumAccounts`` buckets are kept (past that they
 /// all start afresh: accounts come from configuration, not from the wire).
 final class ContactGate: Sendable {
     /// Connections one stream listener holds at once.

@@ -341,8 +341,10 @@ final class StreamInbound: ChannelInboundHandler {
                 guard let admitted = gate.admit(message, from: context.channel.remoteAddress, for: "") else { return }
                 message = admitted
             }
-            let channel = context.channel
+            let (channel, bounded) = (context.channel, gate != nil)
             flow.inbound(message) { reply in
+                // A stranger that sends and never reads cannot pile answers up in our memory.
+                if bounded, !channel.isWritable { return }
                 channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
             }
         }
