@@ -16,11 +16,6 @@ enum ContactProbe {
         return (String(rest[..<colon]), port)
     }
 
-    static func address(_ host: String, _ port: Int) -> sockaddr_in { RTPEchoSessionTests.address(host, port) }
-
-    /// The port of `address`.
-    static func port(of address: sockaddr_in) -> Int { Int(UInt16(bigEndian: address.sin_port)) }
-
     /// An OPTIONS to `uri` as a peer at `sentBy` sends it, asking for `rport`.
     static func options(to uri: String, sentBy: String, transport: String = "UDP") -> SIPMessage {
         var request = SIPMessage.request("OPTIONS", uri: uri)
@@ -47,35 +42,6 @@ enum ContactProbe {
             return nil
         }
         return (answer, probe.port)
-    }
-
-    /// A TCP connection to `host:port` (reads time out after 100 ms each); nil when refused.
-    static func connect(_ host: String, _ port: Int) -> Int32? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        var target = address(host, port)
-        let connected = withUnsafePointer(to: &target) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        guard connected else {
-            close(fd)
-            return nil
-        }
-        var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        return fd
-    }
-
-    /// The local port of a connected socket.
-    static func localPort(of fd: Int32) -> Int {
-        var local = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &local) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return port(of: local)
     }
 
     /// One framed SIP message read from `fd` within `seconds`; nil on silence or when the other
