@@ -217,6 +217,8 @@ let package = Package(
                 .product(name: "NIOTestUtils", package: "swift-nio"),
                 // EmbeddedChannel: the read-coalescing handler on a hand-advanced clock.
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                // A TLS registrar stand-in and a TLS peer reaching a Contact's listener.
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],

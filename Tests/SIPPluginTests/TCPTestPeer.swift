@@ -52,19 +52,7 @@ final class TCPTestPeer: @unchecked Sendable {
 
     /// Reads one framed SIP message from `connection` within `seconds`.
     func receive(on connection: Int32, within seconds: Double) -> SIPMessage? {
-        let deadline = Date().addingTimeInterval(seconds)
-        var decoder = SIPFrameDecoder()
-        var buffer = ByteBuffer()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while Date() < deadline {
-            while let frame = try? decoder.decode(buffer: &buffer) {
-                if case .message(let message) = frame { return message }
-            }
-            let count = recv(connection, &chunk, chunk.count, 0)
-            if count == 0 { return nil }
-            if count > 0 { buffer.writeBytes(chunk[0..<count]) }
-        }
-        return nil
+        ContactProbe.receive(on: connection, within: seconds).message
     }
 
     func send(_ bytes: [UInt8], on connection: Int32) {

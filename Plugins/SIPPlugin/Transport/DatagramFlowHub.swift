@@ -4,7 +4,8 @@ internal import Synchronization
 
 /// The shared UDP sockets of one plugin: one per local address and registrar address, carrying
 /// every account registering there (``SharedDatagramSocket``), so 1,000 accounts need one
-/// descriptor and one event loop instead of 1,000 of each.
+/// descriptor (two with the socket's Contact twin, ``ContactListener``) and one event loop
+/// instead of 1,000 of each.
 ///
 /// Invariants:
 /// - Two accounts with the same user never share a socket (requests are told apart by the

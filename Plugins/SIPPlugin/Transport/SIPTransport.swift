@@ -35,7 +35,9 @@ typealias SIPInboundHandler = @Sendable (SIPMessage, _ reply: @escaping @Sendabl
 ///
 /// The UDP socket is connected to the registrar, so the kernel hands it ICMP port-unreachable as
 /// ECONNREFUSED and only the registrar's datagrams arrive; ECONNREFUSED closes the socket and so
-/// every flow on it.
+/// every flow on it. Requests from any other source reach the flow at its Contact (the same
+/// address and port) through a listener beside it (``ContactListener``), rate-limited by its
+/// ``ContactGate``, into the same inbound handler.
 ///
 /// Every branch this flow makes (``newBranch()``) starts with its ``flowTag``, so the responses
 /// on a shared socket find their flow.
@@ -56,6 +58,9 @@ final class SIPTransport: Sendable {
     /// The UDP socket this flow shares, with the hub's entry; nil for a stream.
     private let share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)?
     private let onLost: @Sendable (SIPTransport) -> Void
+    /// What listens at this stream flow's address and port for other sources (nil for UDP,
+    /// whose shared socket has its own, or when none could open; see ``ContactListener``).
+    let listener: ContactStreamListener?
     private enum Life { case open, closedByOwner, lost }
     private let life = Mutex(Life.open)
 
@@ -63,8 +68,9 @@ final class SIPTransport: Sendable {
         kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress,
         flowTag: String,
         share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)? = nil,
-        onLost: @escaping @Sendable (SIPTransport) -> Void
+        listener: ContactStreamListener? = nil, onLost: @escaping @Sendable (SIPTransport) -> Void
     ) {
+        self.listener = listener
         self.kind = kind
         self.channel = channel
         self.localHost = localHost
@@ -145,8 +151,11 @@ final class SIPTransport: Sendable {
             try await SIPTLS.verify(
                 channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
         }
+        let listener = await ContactStreamListener.open(
+            beside: channel, kind: kind, tls: tls, log: log, inbound: inbound)
         let transport = SIPTransport(
-            kind: kind, channel: channel, localHost: localHost, remote: remote, flowTag: flowTag, onLost: onLost)
+            kind: kind, channel: channel, localHost: localHost, remote: remote, flowTag: flowTag, listener: listener,
+            onLost: onLost)
         channel.closeFuture.whenComplete { [transport] _ in transport.end(as: .lost) }
         return transport
     }
@@ -180,6 +189,7 @@ final class SIPTransport: Sendable {
             return true
         }
         guard first else { return }
+        listener?.close()
         if let share {
             share.socket.detach(self)
             share.hub.release(user: share.user, from: share.entry)
@@ -250,11 +260,16 @@ final class DatagramInbound: ChannelInboundHandler {
     typealias OutboundOut = AddressedEnvelope<ByteBuffer>
 
     let log: ThrottledLog
+    /// The door of a Contact listener's socket (``ContactListener``); nil on the registrar's.
+    let gate: ContactGate?
     /// The attached flow a message belongs to; nil drops it (the socket counts it).
     let destination: @Sendable (SIPMessage) -> SIPTransport?
 
-    init(log: ThrottledLog, destination: @escaping @Sendable (SIPMessage) -> SIPTransport?) {
+    init(
+        log: ThrottledLog, gate: ContactGate? = nil, destination: @escaping @Sendable (SIPMessage) -> SIPTransport?
+    ) {
         self.log = log
+        self.gate = gate
         self.destination = destination
     }
 
@@ -262,7 +277,7 @@ final class DatagramInbound: ChannelInboundHandler {
         let envelope = unwrapInboundIn(data)
         let bytes = Array(envelope.data.readableBytesView)
         if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // a flow ping or pong
-        let message: SIPMessage
+        var message: SIPMessage
         do {
             message = try SIPParser.parse(datagram: bytes)
         } catch {
@@ -274,15 +289,20 @@ final class DatagramInbound: ChannelInboundHandler {
                 ])
             return
         }
+        let source = envelope.remoteAddress
         guard let flow = destination(message), let callbacks = flow.callbacks.withLock({ $0 }) else {
             log.log(.notice, "sip.unrouted-datagram", metadata: TransactionLayer.describe(message))
             return
         }
-        let channel = context.channel
-        let source = envelope.remoteAddress
+        if let gate {
+            guard let admitted = gate.admit(message, from: source, for: flow.flowTag) else { return }
+            message = admitted
+        }
+        let (channel, gate) = (context.channel, self.gate)
         callbacks.inbound(message) { reply in
             let buffer = channel.allocator.buffer(bytes: reply.serialized())
-            channel.writeAndFlush(AddressedEnvelope(remoteAddress: source, data: buffer), promise: nil)
+            let target = gate?.replyTarget(for: reply, source: source) ?? source
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: buffer), promise: nil)
         }
     }
 
@@ -303,18 +323,39 @@ final class StreamInbound: ChannelInboundHandler {
     typealias InboundIn = SIPStreamFrame
 
     let flow: FlowCallbacks
+    /// The door of a Contact listener's connection (``ContactStreamListener``); nil on a flow.
+    let gate: ContactGate?
 
-    init(_ flow: FlowCallbacks) { self.flow = flow }
+    init(_ flow: FlowCallbacks, gate: ContactGate? = nil) {
+        self.flow = flow
+        self.gate = gate
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .pong:
             flow.onPong()
-        case .message(let message):
-            let channel = context.channel
+        case .message(var message):
+            if let gate {
+                // One account per stream listener: one bucket.
+                guard let admitted = gate.admit(message, from: context.channel.remoteAddress, for: "") else { return }
+                message = admitted
+            }
+            let (channel, bounded) = (context.channel, gate != nil)
             flow.inbound(message) { reply in
+                // A stranger that sends and never reads cannot pile answers up in our memory.
+                if bounded, !channel.isWritable { return }
                 channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
             }
+        }
+    }
+
+    /// A listener's connection idle for ``ContactGate/idleConnection`` is closed.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if gate != nil, event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
         }
     }
 

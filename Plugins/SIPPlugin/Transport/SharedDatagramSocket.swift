@@ -3,7 +3,8 @@ internal import NIOCore
 internal import NIOPosix
 internal import Synchronization
 
-/// One UDP socket, bound to a local address and connected to one registrar, carrying the flows
+/// One UDP socket, bound to a local address and connected to one registrar (with an unconnected
+/// twin on the same port for every other source: ``ContactListener``), carrying the flows
 /// of many accounts (RFC 3261 allows it: §18.1.2 matches responses by their top Via, §18.2.1
 /// hands requests on by their Request-URI). Each account's flow is a ``SIPTransport`` attached
 /// here; ``DatagramRoutes`` picks the flow of each datagram.
@@ -24,6 +25,11 @@ internal import Synchronization
 final class SharedDatagramSocket: Sendable {
     let channel: any Channel
     let remote: SocketAddress
+    /// The unconnected twin on the same port, for requests from other sources than the
+    /// registrar (see ``ContactListener``); nil when it could not open. Closed with the socket.
+    let listener: (any Channel)?
+    /// The twin's door: its rate and what it refused.
+    let gate: ContactGate
     private struct State {
         var routes = DatagramRoutes<SIPTransport>()
         var closed = false
@@ -44,17 +50,21 @@ final class SharedDatagramSocket: Sendable {
     /// Datagrams that matched no attached flow.
     var dropped: Int { droppedCount.load(ordering: .relaxed) }
 
-    private init(channel: any Channel, remote: SocketAddress) {
+    private init(channel: any Channel, remote: SocketAddress, listener: (any Channel)?, gate: ContactGate) {
         self.channel = channel
         self.remote = remote
+        self.listener = listener
+        self.gate = gate
     }
 
-    /// Opens a socket bound to `local` (port chosen by the kernel) and connected to `remote`;
+    /// Opens a socket bound to `local` (port chosen by the kernel) and connected to `remote`, with
+    /// its twin listening on the same port for every other source (``ContactListener``);
     /// `onClosed` runs once when its channel has closed, after every flow was told.
     static func open(
         local: SocketAddress, remote: SocketAddress, log: ThrottledLog, onClosed: @escaping @Sendable () -> Void
     ) -> EventLoopFuture<SharedDatagramSocket> {
         let box = SocketSlot()
+        let gate = ContactGate(log: log)
         return DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             // One readable event drains a window's worth of answers (NIO's default is 4), so the
             // REGISTERs they admit leave in one flush.
@@ -68,16 +78,26 @@ final class SharedDatagramSocket: Sendable {
             }
             .bind(to: local)
             .flatMap { channel in
-                channel.connect(to: remote).map {
-                    let socket = SharedDatagramSocket(channel: channel, remote: remote)
-                    box.socket = socket
-                    channel.closeFuture.whenComplete { _ in
-                        socket.closed()
-                        onClosed()
+                // The twin joins the port's reuse-port group before the connect: Linux prefers a
+                // connected member for its peer only in a group it knows has connections.
+                ContactListener.openTwin(of: channel, gate: gate) { box.socket?.destination(of: $0) }
+                    .flatMap { listener in
+                        channel.connect(to: remote).map {
+                            let socket = SharedDatagramSocket(
+                                channel: channel, remote: remote, listener: listener, gate: gate)
+                            box.socket = socket
+                            channel.closeFuture.whenComplete { _ in
+                                listener?.close(promise: nil)
+                                socket.closed()
+                                onClosed()
+                            }
+                            return socket
+                        }
+                        .flatMapError { error in
+                            listener?.close(promise: nil)
+                            return channel.close().flatMapThrowing { throw error }
+                        }
                     }
-                    return socket
-                }
-                .flatMapError { error in channel.close().flatMapThrowing { throw error } }
             }
     }
 

@@ -1,0 +1,124 @@
+internal import Logging
+internal import NIOCore
+internal import ResilienceCore
+internal import Synchronization
+
+/// How many requests one account's Contact lets in: a token bucket, so a peer that floods the
+/// Contact costs a bounded rate of work however fast it sends, while the ordinary traffic of
+/// calls (a few requests per second) never waits.
+///
+/// The defaults keep a flood through the Contact alone from filling the account's server
+/// transactions: a UDP transaction is held for timer J (64×T1, 32 s by default) after its
+/// answer, and `burst + rate × 32 s` stays under ``ServerTransactionTable/capacity``, so
+/// requests through the registrar still find room.
+///
+/// A pure value with time passed in. Invariants: at most `burst` requests are admitted at once
+/// after a quiet spell, and at most `burst + rate × t` within any `t`; time running backwards
+/// admits nothing extra.
+struct ContactAdmission: Hashable, Sendable {
+    /// Requests per second admitted in the long run (at least 1).
+    let rate: Int
+    /// Requests admitted back to back after a quiet spell (at least 1).
+    let burst: Int
+    private var tokens: Double
+    private var last: ContinuousClock.Instant?
+
+    init(rate: Int = 10, burst: Int = 40) {
+        self.rate = max(1, rate)
+        self.burst = max(1, burst)
+        self.tokens = Double(self.burst)
+    }
+
+    /// Whether one request arriving at `now` is let in.
+    mutating func admit(at now: ContinuousClock.Instant) -> Bool {
+        if let last, now > last {
+            let elapsed = now - last
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            tokens = min(Double(burst), tokens + seconds * Double(rate))
+        }
+        if last.map({ now > $0 }) ?? true { last = now }
+        guard tokens >= 1 else { return false }
+        tokens -= 1
+        return true
+    }
+}
+
+/// The door of a Contact listener for requests from anywhere (``ContactListener``): admits
+/// each account's requests at a bounded rate (one ``ContactAdmission`` per account, so a flood
+/// aimed at one account leaves the others on a shared socket alone), marks their top `Via`
+/// with their source (``ReceivedVia``), caps the connections a stream listener holds, and says
+/// where a UDP answer goes.
+///
+/// Invariants: a response arriving at a listener is dropped (an agent sends its requests over
+/// its flow to the registrar, whose answers come back there); every drop is counted
+/// (``refused``) and logged through the throttled log; at most ``maximumConnections``
+/// connections are open at once, and an answer to a connection whose peer stopped reading (not
+/// writable) is dropped, not queued; at most ``maximumAccounts`` buckets are kept (past that they
+/// all start afresh: accounts come from configuration, not from the wire).
+final class ContactGate: Sendable {
+    /// Connections one stream listener holds at once.
+    static let maximumConnections = 64
+    /// A listener's connection that carried nothing this long is closed.
+    static let idleConnection = TimeAmount.seconds(120)
+
+    /// Accounts whose buckets one gate keeps.
+    static let maximumAccounts = 4_096
+
+    let log: ThrottledLog
+    private let settings: ContactAdmission
+    private let buckets = Mutex<[String: ContactAdmission]>([:])
+    private let openConnections = Atomic<Int>(0)
+    private let refusedCount = Atomic<Int>(0)
+
+    /// - Parameter admission: the bucket each account starts with.
+    init(log: ThrottledLog, admission: ContactAdmission = ContactAdmission()) {
+        self.log = log
+        self.settings = admission
+    }
+
+    /// Messages refused at this door: over the rate, responses, requests without a usable Via.
+    var refused: Int { refusedCount.load(ordering: .relaxed) }
+
+    /// The request to hand up to the account `account` names (its flow tag), with its Via
+    /// marked; nil when it is refused.
+    func admit(_ message: SIPMessage, from source: SocketAddress?, for account: String) -> SIPMessage? {
+        guard message.isRequest else { return refuse(message, "sip.contact-response-dropped") }
+        let admitted = buckets.withLock { buckets in
+            if buckets[account] == nil, buckets.count >= Self.maximumAccounts { buckets.removeAll() }
+            return buckets[account, default: settings].admit(at: .now)
+        }
+        guard admitted else { return refuse(message, "sip.contact-over-rate") }
+        guard let host = source?.ipAddress, let port = source?.port,
+            let stamped = ReceivedVia.stamped(message, sourceHost: host, sourcePort: port)
+        else { return refuse(message, "sip.contact-no-via") }
+        return stamped
+    }
+
+    /// Where a UDP answer to a request that came from `source` goes (RFC 3261 §18.2.2).
+    func replyTarget(for reply: SIPMessage, source: SocketAddress) -> SocketAddress {
+        guard let (host, port) = ReceivedVia.responseTarget(of: reply),
+            let target = try? SocketAddress(ipAddress: host, port: port)
+        else { return source }
+        return target
+    }
+
+    /// A connection was accepted: false (close it) when the listener holds its maximum already.
+    func connectionOpened() -> Bool {
+        let before = openConnections.add(1, ordering: .relaxed).oldValue
+        guard before < Self.maximumConnections else {
+            openConnections.subtract(1, ordering: .relaxed)
+            refusedCount.add(1, ordering: .relaxed)
+            log.log(.warning, "sip.contact-connections-full", metadata: ["maximum": "\(Self.maximumConnections)"])
+            return false
+        }
+        return true
+    }
+
+    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
+
+    private func refuse(_ message: SIPMessage, _ kind: String) -> SIPMessage? {
+        refusedCount.add(1, ordering: .relaxed)
+        log.log(.notice, kind, metadata: TransactionLayer.describe(message))
+        return nil
+    }
+}
