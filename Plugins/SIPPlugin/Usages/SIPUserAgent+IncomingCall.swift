@@ -68,7 +68,8 @@ extension SIPUserAgent {
         }
         var offerAnswer = SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999))
         do {
-            try offerAnswer.received(offer: try SessionDescription.parse(request.body))
+            try offerAnswer.received(
+                offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch {
             logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
@@ -137,7 +138,8 @@ extension SIPUserAgent {
         }
         guard dialogs.modify(call.dialogID, { _ = $0.accept(request: request, cseq: cseq) }) != nil else { return }
         do {
-            try call.offerAnswer.received(offer: try SessionDescription.parse(request.body))
+            try call.offerAnswer.received(
+                offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch OfferAnswerError.offerPending {
             reply(request.makeResponse(status: 491, reason: "Request Pending"))
             return
