@@ -266,6 +266,12 @@ final class DatagramInbound: ChannelInboundHandler {
         do {
             message = try SIPParser.parse(datagram: bytes)
         } catch {
+            if let answer = error.boundedHead?.boundedAnswer {
+                let buffer = context.channel.allocator.buffer(bytes: answer.serialized())
+                context.writeAndFlush(
+                    wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)),
+                    promise: nil)
+            }
             log.log(
                 .warning, "sip.malformed-datagram",
                 metadata: [
@@ -301,6 +307,7 @@ final class DatagramInbound: ChannelInboundHandler {
 
 final class StreamInbound: ChannelInboundHandler {
     typealias InboundIn = SIPStreamFrame
+    typealias OutboundOut = ByteBuffer
 
     let flow: FlowCallbacks
 
@@ -315,6 +322,13 @@ final class StreamInbound: ChannelInboundHandler {
             flow.inbound(message) { reply in
                 channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
             }
+        case .refused(let head, let reason):
+            flow.log.log(
+                .warning, "sip.refused-message",
+                metadata: TransactionLayer.describe(head).merging(["reason": "\(LogText.escaped(reason))"]) { $1 })
+            guard let answer = head.boundedAnswer else { return }
+            context.writeAndFlush(
+                wrapOutboundOut(context.channel.allocator.buffer(bytes: answer.serialized())), promise: nil)
         }
     }
 
