@@ -44,7 +44,7 @@ extension Daemon {
                 ofCall: HookEnvironment.Call(
                     id: event.call.rawValue, account: account.name, peer: event.peer, state: event.phase.rawValue,
                     direction: event.direction.rawValue, trigger: event.trigger, reason: event.reason ?? "",
-                    downtime: event.downtime),
+                    downtime: event.downtime, heldBack: heldBack),
                 clock: WallClock()))
     }
 
