@@ -97,8 +97,10 @@ public struct SDPOfferAnswer: Hashable, Sendable {
     }
 
     /// The far end sent an offer (in an INVITE, re-INVITE or UPDATE).
-    /// - Parameter localAddress: the address our side of the call uses now (a loopback media
-    ///   address is accepted only when it is loopback too, see ``MediaTarget``).
+    /// - Parameters:
+    ///   - offer: the far end's description.
+    ///   - localAddress: the address our side of the call uses now (a loopback media address is
+    ///     accepted only when it is loopback too, see ``MediaTarget``).
     /// - Throws: ``OfferAnswerError/offerPending`` on glare (answer it 491),
     ///   ``OfferAnswerError/outdatedOffer`` when its `o=` version went back,
     ///   ``OfferAnswerError/unusableMediaTarget(_:)`` when it asks for media where none may go
