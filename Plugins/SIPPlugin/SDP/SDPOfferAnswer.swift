@@ -100,13 +100,14 @@ public struct SDPOfferAnswer: Hashable, Sendable {
     /// - Parameters:
     ///   - offer: the far end's description.
     ///   - localAddress: the address our side of the call uses now (a loopback media address is
-    ///     accepted only when it is loopback too, see ``MediaTarget``).
+    ///     accepted only when it is loopback too, see ``MediaTarget``); nil when unknown, which
+    ///     refuses loopback like any far end's.
     /// - Throws: ``OfferAnswerError/offerPending`` on glare (answer it 491),
     ///   ``OfferAnswerError/outdatedOffer`` when its `o=` version went back,
     ///   ``OfferAnswerError/unusableMediaTarget(_:)`` when it asks for media where none may go
     ///   (answer it 488). A refused offer changes nothing: the session in force stays.
     public mutating func received(
-        offer: SessionDescription, localAddress: String?
+        offer: SessionDescription, localAddress: String? = nil
     ) throws(OfferAnswerError) {
         guard state == .stable else { throw .offerPending }
         if let why = offer.mediaTargetProblem(localAddress: localAddress) { throw .unusableMediaTarget(why) }
