@@ -54,6 +54,8 @@ struct MetricsFloodTests {
         let group = daemon.makeGroup(signals: [])
         let running = Task { try await group.run() }
         let port = try #require(await daemon.metricsEndpoint?.port())
+        // The test process holds the 1,100 client ends too: past a 1,024 soft limit.
+        OpenFileLimit.raiseToHard()
         let clients = await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: (0..<1_100).map { _ in Self.connect(port) }) }
         }
