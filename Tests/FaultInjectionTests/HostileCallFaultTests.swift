@@ -75,4 +75,30 @@ struct HostileCallFaultTests {
             #expect(try await f.boundOnceAtCurrentAddress())
         }
     }
+
+    /// Issue 25: ~6,000 forged INVITEs were answered late or not at all and gave ~9,000 log
+    /// lines. Through Kamailio, 80 INVITEs in under a second to an account that rejects calls:
+    /// every one gets its final answer (603 when admitted, 500 or 503 from the door), and the
+    /// daemon logs at most the throttle's 30 `call incoming` lines although more calls rang.
+    @Test func aFloodOfForgedInvitesThroughTheProxyIsAnsweredAndTheLogStaysBounded() async throws {
+        try await withNetworkLab { lab in
+            let f = try await CallFaultLab(lab, incomingCalls: "reject")
+            let caller = try await lab.startSIPp(
+                in: f.server, scenario: "\(CallFaultLab.scenarios)/uac-flood.xml", address: f.registrar.address,
+                port: 5080, mediaPort: 16_100, remote: "\(f.registrar.address):\(f.registrar.port)",
+                arguments: ["-s", CallFaultLab.user, "-m", "80", "-r", "200"])
+            #expect(await caller.exitCode(within: .seconds(60)) == 0, "sipp: \(caller.diagnostics())")
+            let finals = caller.messages().filter { !$0.sent && $0.startLine.hasPrefix("SIP/2.0 ") }
+                .map { $0.startLine.split(separator: " ")[1] }.filter { $0 != "100" && $0 != "180" }
+            let rejected = finals.filter { $0 == "603" }.count
+            let refused = finals.filter { $0 == "500" || $0 == "503" || $0 == "486" }.count
+            #expect(rejected + refused == 80, "every INVITE answered: \(finals)")
+            #expect(refused > 0, "the door refused some: \(finals)")
+            #expect(await f.clientIsRunning(), "netres: \(f.log())")
+            let log = (try? String(contentsOfFile: f.logPath, encoding: .utf8)) ?? ""
+            let incoming = log.split(separator: "\n").filter { $0.contains(" call incoming ") }.count
+            #expect(rejected > 30 && incoming <= 30, "\(rejected) calls rang, \(incoming) logged")
+            #expect(try await f.boundOnceAtCurrentAddress())
+        }
+    }
 }
