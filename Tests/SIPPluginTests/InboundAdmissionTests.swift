@@ -45,6 +45,14 @@ struct InboundAdmissionTests {
         }
         #expect(busy.status == 503 && busy.headers["Retry-After"] == "5")
 
+        // The caller can still cancel a ringing call at the cap: CANCEL has room of its own.
+        var cancel = Self.invite(1)
+        cancel.startLine = .request(method: "CANCEL", uri: "sip:alice@198.18.0.2:5060")
+        cancel.headers.set("CSeq", "1 CANCEL")
+        let cancelling = try #require(table.receive(cancel, reliable: false, at: now, reply: { _ in }).opened)
+        #expect(table.cancel(cancel, at: now) != nil && table.inviteState(ringing[1].key) == .completed)
+        cancelling.respond(cancel.makeResponse(status: 200, reason: "OK"), at: now)  // as TransactionLayer does
+
         // One ringing call is declined and ACKed: its slot frees, and the next call rings.
         ringing[0].respond(Self.invite(0).makeResponse(status: 486, reason: "Busy Here", toTag: "me"), at: now)
         var ack = Self.invite(0)

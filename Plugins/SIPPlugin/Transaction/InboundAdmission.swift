@@ -122,5 +122,4 @@ extension InboundAdmission {
         answer.headers.add("Retry-After", "\(seconds)")
         return answer
     }
-
 }

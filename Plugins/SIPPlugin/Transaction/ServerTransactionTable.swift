@@ -11,13 +11,15 @@ internal import Synchronization
 /// one transaction; a non-INVITE entry whose timer J passed is forgotten lazily (no timer task
 /// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
 /// as sleeps on the lent clock and are removed when they terminate; at most ``capacity``
-/// transactions are held: when full, finished ones are dropped first, then non-INVITE ones that
+/// transactions are held (``endingReserve`` more for CANCEL and BYE, so a caller can still end
+/// what fills the table): when full, finished ones are dropped first, then non-INVITE ones that
 /// sent their final or INVITEs whose non-2xx was ACKed (only a retransmission's absorption is
 /// lost), and a request that still finds no room is answered at once, statelessly, and not
-/// delivered: an INVITE `486 Busy Here`, any other request `503` with `Retry-After`. New transactions pass ``InboundAdmission`` first (a
-/// flood of strangers, or a storm in one dialog, is answered `503` with `Retry-After`);
-/// retransmissions never count against it. Timer H (a non-2xx final never ACKed) is never
-/// silent: the handler set with ``onAckTimeout(_:)`` hears the INVITE once.
+/// delivered: an INVITE `486 Busy Here`, any other request `503` with `Retry-After`. New
+/// transactions pass ``InboundAdmission`` first (a flood of strangers, or a storm in one dialog,
+/// is answered `503` with `Retry-After`); retransmissions never count against it. Timer H (a
+/// non-2xx final never ACKed) is never silent: the handler set with ``onAckTimeout(_:)`` hears
+/// the INVITE once.
 final class ServerTransactionTable: Sendable {
     struct Key: Hashable, Sendable {
         var branch: String
@@ -75,6 +77,9 @@ final class ServerTransactionTable: Sendable {
     }
 
     static let defaultCapacity = 512
+    /// Room beyond ``capacity`` for CANCEL and BYE only: they end ringing calls and dialogs (so
+    /// they free slots), and the agent answers them at once (so they leave quickly).
+    static let endingReserve = 64
 
     /// Transactions held at most.
     let capacity: Int
@@ -118,8 +123,10 @@ final class ServerTransactionTable: Sendable {
                     return .retransmission(answer: transaction.requestRetransmitted().first?.sent)
                 }
             }
+            let ending = key.method == "CANCEL" || key.method == "BYE"
+            let room = capacity + (ending ? Self.endingReserve : 0)
             if entries.count >= capacity { entries = entries.filter { !$0.value.isDroppable(at: now) } }
-            guard entries.count < capacity else { return .answered(InboundAdmission.busy(request)) }
+            guard entries.count < room else { return .answered(InboundAdmission.busy(request)) }
             if case .tooFast(let seconds) = admission.withLock({ $0.admit(request, at: now) }) {
                 return .answered(InboundAdmission.tooFast(request, retryAfter: seconds))
             }
