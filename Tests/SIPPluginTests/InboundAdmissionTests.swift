@@ -21,7 +21,7 @@ struct InboundAdmissionTests {
     /// but the callee is currently not willing or able to take additional calls at this end
     /// system."
     @Test func fiftyForgedInvitesAtTheCapAreAnswered486AtOnceAndACallRingsAgainWhenASlotFrees() throws {
-        let table = ServerTransactionTable(timers: Self.timers, capacity: 8, admission: Self.open)
+        let table = ServerTransactionTable(timers: Self.timers, limit: 8, admission: Self.open)
         let now = ContinuousClock.now
         var ringing: [ServerTransaction] = []
         for index in 0..<8 {

@@ -43,7 +43,7 @@ struct ServerTransactionTests {
     @Test func aFullTableRefusesRatherThanGrows() {
         let table = ServerTransactionTable(timers: Self.timers, admission: InboundAdmissionTests.open)
         let now = ContinuousClock.now
-        for index in 0..<ServerTransactionTable.defaultCapacity {
+        for index in 0..<ServerTransactionTable.capacity {
             _ = table.receive(Self.notify(branch: "z9hG4bK\(index)"), reliable: false, at: now, reply: { _ in })
         }
         let more = table.receive(Self.notify(branch: "z9hG4bKmore"), reliable: false, at: now, reply: { _ in })
@@ -53,7 +53,7 @@ struct ServerTransactionTests {
         } else {
             Issue.record("a request at the cap was not answered: \(more)")
         }
-        #expect(table.count == ServerTransactionTable.defaultCapacity)
+        #expect(table.count == ServerTransactionTable.capacity)
     }
 
     @Test func branchesWithoutTheMagicCookieMatchByCallIDCSeqAndFromTag() throws {

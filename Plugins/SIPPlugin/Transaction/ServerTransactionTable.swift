@@ -10,7 +10,7 @@ internal import Synchronization
 /// retransmission is answered there and then, without a hop. Invariants: a request opens at most
 /// one transaction; a non-INVITE entry whose timer J passed is forgotten lazily (no timer task
 /// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
-/// as sleeps on the lent clock and are removed when they terminate; at most ``capacity``
+/// as sleeps on the lent clock and are removed when they terminate; at most ``limit``
 /// transactions are held (``endingReserve`` more for CANCEL and BYE, so a caller can still end
 /// what fills the table): when full, finished ones are dropped first, then non-INVITE ones that
 /// sent their final or INVITEs whose non-2xx was ACKed (only a retransmission's absorption is
@@ -76,13 +76,14 @@ final class ServerTransactionTable: Sendable {
         }
     }
 
-    static let defaultCapacity = 512
-    /// Room beyond ``capacity`` for CANCEL and BYE only: they end ringing calls and dialogs (so
+    /// Transactions held at most, by default.
+    static let capacity = 512
+    /// Room beyond ``limit`` for CANCEL and BYE only: they end ringing calls and dialogs (so
     /// they free slots), and the agent answers them at once (so they leave quickly).
     static let endingReserve = 64
 
-    /// Transactions held at most.
-    let capacity: Int
+    /// Transactions held at most (``capacity`` unless a test asks for fewer).
+    let limit: Int
     private let entries = Mutex<[Key: Entry]>([:])
     private let admission: Mutex<InboundAdmission>
     /// Told the INVITE whose non-2xx final timer H gave up on (the peer is gone, §17.2.1).
@@ -92,12 +93,12 @@ final class ServerTransactionTable: Sendable {
     let clock: any RuntimeClock
 
     init(
-        timers: SIPTimers, clock: any RuntimeClock = ContinuousClock(), capacity: Int = defaultCapacity,
+        timers: SIPTimers, clock: any RuntimeClock = ContinuousClock(), limit: Int = capacity,
         admission: InboundAdmission.Settings = InboundAdmission.Settings()
     ) {
         self.timers = timers
         self.clock = clock
-        self.capacity = max(1, capacity)
+        self.limit = max(1, limit)
         self.admission = Mutex(InboundAdmission(settings: admission))
     }
 
@@ -124,8 +125,8 @@ final class ServerTransactionTable: Sendable {
                 }
             }
             let ending = key.method == "CANCEL" || key.method == "BYE"
-            let room = capacity + (ending ? Self.endingReserve : 0)
-            if entries.count >= capacity { entries = entries.filter { !$0.value.isDroppable(at: now) } }
+            let room = limit + (ending ? Self.endingReserve : 0)
+            if entries.count >= limit { entries = entries.filter { !$0.value.isDroppable(at: now) } }
             guard entries.count < room else { return .answered(InboundAdmission.busy(request)) }
             if case .tooFast(let seconds) = admission.withLock({ $0.admit(request, at: now) }) {
                 return .answered(InboundAdmission.tooFast(request, retryAfter: seconds))
