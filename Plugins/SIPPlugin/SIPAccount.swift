@@ -31,6 +31,9 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var flowPing: FlowPingSetting
     /// Certificate checks of a `transport: tls` account (ignored otherwise).
     public var tls: SIPTLSSettings
+    /// How long an incoming call rings before it is ended with 480 (RFC 3261 §13.3.1.1);
+    /// clamped to 1 s – 1 h. Common phones ring for about 60 s.
+    public var ringingTimeout: Duration = .seconds(60)
 
     public init(
         name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,

@@ -48,15 +48,13 @@ public final class SIPPlugin: ResiliencePlugin {
     ///   - pacing: how fast one registrar gets REGISTERs; accounts of the same registrar host,
     ///     port and transport share one ``PacingWindow`` (after a flap they re-register as fast as
     ///     the registrar answers and no faster).
-    ///   - callSurvivalBudget: the policy's `call-survival-budget`: a call whose path was lost
-    ///     longer is ended with BYE when the path returns (zero: never).
     ///   - metricsFactory: where the call instruments (`netres.calls.recovered`, `netres.calls.lost`,
     ///     `netres.call.recovery`) come from; nil for the
     ///     bootstrapped `MetricsSystem`.
     ///   - logger: SIP transactions and flows log here; never a password.
     public init(
         accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
-        callSurvivalBudget: Duration = .seconds(30), metricsFactory: (any MetricsFactory)? = nil, logger: Logger
+        metricsFactory: (any MetricsFactory)? = nil, logger: Logger
     ) {
         self.accounts = accounts
         self.accountsByName = Dictionary(accounts.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -76,7 +74,7 @@ public final class SIPPlugin: ResiliencePlugin {
             pacers[registrar] = pacer
             agents[account.name] = SIPUserAgent(
                 account: account, timers: timers, logger: logger, clock: ContinuousClock(), pacer: pacer,
-                callSurvivalBudget: callSurvivalBudget, flows: flows,
+                callSurvivalBudget: .seconds(30), flows: flows,
                 onFlowLost: { reportContinuation.yield(.flowLost($0)) },
                 onFlowActive: { reportContinuation.yield(.flowActive($0)) })
         }
@@ -164,8 +162,10 @@ public final class SIPPlugin: ResiliencePlugin {
         for agent in agents.values { agent.pathChanged(path) }
     }
 
-    /// The user agent of an account (for tests).
-    public func agent(for account: String) -> SIPUserAgent? { agents[account] }
+    /// The user agent of an account: the plugin's own and the package's tests' way in (not
+    /// public). Call commands go through the plugin's call API (`SIPPlugin+Calls.swift`), the
+    /// one door for them.
+    package func agent(for account: String) -> SIPUserAgent? { agents[account] }
 
     /// What the registrar last confirmed for an account; nil for an unknown account.
     public func registrationStatus(of account: String) async -> RegistrationStatus? {
@@ -244,14 +244,18 @@ public final class SIPPlugin: ResiliencePlugin {
             let agent = agents[name]!
             // The policy holds and resumes calls for interruptions only (rules `interrupted-hold`,
             // `interruption-ended-resume`, `restore-resume`): a call the user held stays held.
+            // The policy's `call-survival-budget` comes with the action (the one source).
+            let budget = context.callSurvivalBudget
             switch action.kind {
             case .holdCall: try await agent.hold(call, reason: .interruption, path: context.path)
             case .resumeCall:
                 // A resume on the path's return is a recovery too: an outage over budget ends it.
-                let outlived = try await agent.endIfOutlivedBudget(call, loss: context.lastPathLoss, path: context.path)
+                let outlived = try await agent.endIfOutlivedBudget(
+                    call, loss: context.lastPathLoss, path: context.path, budget: budget)
                 if outlived { return }
                 try await agent.resume(call, reason: .interruption, path: context.path)
-            case .reinviteCall: try await agent.reinvite(call, path: context.path, after: context.lastPathLoss)
+            case .reinviteCall:
+                try await agent.reinvite(call, path: context.path, after: context.lastPathLoss, budget: budget)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")
             }
         }

@@ -73,6 +73,11 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
+    /// The branches of our INVITEs whose final non-2xx arrived, noted by the transaction before
+    /// its ACK goes and before the call hears of it (`runInvite`): the far end's offer sent right
+    /// after that ACK must not find our offer pending (RFC 3261 §14.2). At most one per call;
+    /// each leaves when its INVITE is settled.
+    nonisolated let rejectedInvites = Mutex<Set<String>>([])
     /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
     /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
     var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
@@ -83,8 +88,9 @@ public actor SIPUserAgent {
     nonisolated let pacer: RegistrarPacer
     /// Tells the runtime of responses on the flow (see ``FlowActivity``).
     nonisolated let activity: FlowActivity
-    /// A call whose path was lost longer than this is ended on return (policy
-    /// `call-survival-budget`); zero keeps calls across any outage.
+    /// A call whose path was lost longer than this is ended on return; zero keeps calls across
+    /// any outage. Only a fallback: the plugin's actions bring the policy's
+    /// `call-survival-budget` (`PluginContext.callSurvivalBudget`), which wins.
     public nonisolated let callSurvivalBudget: Duration
     /// The shared UDP sockets of the plugin (one per local address and registrar); nil gives
     /// each UDP flow a socket of its own.

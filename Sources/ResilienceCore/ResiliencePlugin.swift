@@ -84,6 +84,11 @@ public struct PluginContext: Sendable {
     /// restored since the manager started. A plugin compares it with what it keeps alive across
     /// losses (a call's survival budget) without reading netlink or the clock.
     public var lastPathLoss: Range<ContinuousClock.Instant>?
+    /// The policy's `call-survival-budget` (`Policy.callSurvivalBudget`): a call whose path was
+    /// lost longer is ended instead of recovered; zero keeps calls across any outage. The
+    /// executor passes the manager's policy value with every action, so what an app sets in its
+    /// policy is what a plugin applies; nil (hand-built contexts) leaves the plugin's default.
+    public var callSurvivalBudget: Duration?
 
     /// Creates a context. The executor always passes its clock and `now` from it; when they are
     /// omitted (hand-built contexts in tests) they are `ContinuousClock()` and its `now`.
@@ -96,7 +101,8 @@ public struct PluginContext: Sendable {
         attempt: Int = 1,
         now: ContinuousClock.Instant? = nil,
         clock: any RuntimeClock = ContinuousClock(),
-        lastPathLoss: Range<ContinuousClock.Instant>? = nil
+        lastPathLoss: Range<ContinuousClock.Instant>? = nil,
+        callSurvivalBudget: Duration? = nil
     ) {
         self.logger = logger
         self.deadline = deadline
@@ -107,6 +113,7 @@ public struct PluginContext: Sendable {
         self.now = now ?? clock.now
         self.clock = clock
         self.lastPathLoss = lastPathLoss
+        self.callSurvivalBudget = callSurvivalBudget
     }
 }
 

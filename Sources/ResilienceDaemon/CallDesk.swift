@@ -2,9 +2,9 @@ import Logging
 import ResilienceCore
 import SIPPlugin
 
-/// The daemon's calls: placed, answered, held, resumed and ended through each account's
-/// `SIPUserAgent` (the SIP plugin's public call API), with a built-in `RTPEchoSession` as
-/// each call's media (headless), and listed for `netres ctl calls`.
+/// The daemon's calls: placed, answered, held, resumed and ended through the SIP plugin's call
+/// API (the one door a library user has too), with a built-in `RTPEchoSession` as each call's
+/// media (headless), and listed for `netres ctl calls`.
 ///
 /// Invariants:
 /// - ``observe(_:account:)`` sees every call event of every account, in each agent's order; the
@@ -47,7 +47,7 @@ actor CallDesk {
     /// Places a call from `account` to `uri` (checked by ``CallURI``) and returns its id once
     /// the INVITE is about to go.
     func place(account name: String, uri: String) async throws(DaemonError) -> CallID {
-        guard accounts[name] != nil, let agent = plugin.agent(for: name) else {
+        guard accounts[name] != nil else {
             throw DaemonError("no account \"\(LogText.escaped(name, limit: 64))\"")
         }
         let path = await self.path()
@@ -57,9 +57,9 @@ actor CallDesk {
         let session = RTPEchoSession()
         let result = await withCheckedContinuation { reply in
             placements.append(Placement(number: number, account: name, peer: uri, media: session, reply: reply))
-            Task {
+            Task { [plugin] in
                 do {
-                    _ = try await agent.placeCall(to: uri, media: session, path: path)
+                    _ = try await plugin.placeCall(account: name, to: uri, media: session, path: path)
                 } catch {
                     self.placementFailed(number, error)
                 }
@@ -75,9 +75,7 @@ actor CallDesk {
 
     /// Answers, hangs up, holds (for the user) or resumes the call `id`; returns its state after.
     func control(_ control: CallControl, id: CallID) async throws(DaemonError) -> CallPhase {
-        guard let call = book.calls[id], let agent = plugin.agent(for: call.account) else {
-            throw DaemonError("no call \"\(id)\"")
-        }
+        guard let call = book.calls[id] else { throw DaemonError("no call \"\(id)\"") }
         let allowed: Set<CallPhase> =
             switch control {
             case .answer: [.incoming]
@@ -96,15 +94,15 @@ actor CallDesk {
             case .answer:
                 let session = RTPEchoSession()
                 media[id] = session
-                try await agent.answer(id, media: session, path: path)
-            case .hangup: try await agent.hangUp(id, path: path)
-            case .hold: try await agent.hold(id, reason: .user, path: path)
-            case .resume: try await agent.resume(id, reason: .user, path: path)
+                try await plugin.answer(id, account: call.account, media: session, path: path)
+            case .hangup: try await plugin.hangUp(id, account: call.account, path: path)
+            case .hold: try await plugin.hold(id, account: call.account, path: path)
+            case .resume: try await plugin.resume(id, account: call.account, path: path)
             }
         } catch {
             throw DaemonError("call \(id): \(control.rawValue) failed: \(error)")
         }
-        return await agent.activeCalls[id] ?? .ended
+        return await plugin.calls(of: call.account)[id] ?? .ended
     }
 
     /// Takes in one call event of `account`'s agent.
@@ -136,9 +134,9 @@ actor CallDesk {
                     }
                 }
             case .reject:
-                Task {
+                Task { [plugin] in
                     do {
-                        try await plugin.agent(for: account.name)?.reject(event.call, status: 603)
+                        try await plugin.reject(event.call, account: account.name, status: 603)
                     } catch {
                         self.logger.notice(
                             "calls: could not decline an incoming call", metadata: ["call": "\(event.call)"])

@@ -69,9 +69,9 @@ struct CallFollower: Service {
     func run() async throws {
         await withDiscardingTaskGroup { group in
             for entry in daemon.config.accounts {
-                guard let agent = daemon.plugin.agent(for: entry.account.name) else { continue }
+                guard let events = daemon.plugin.callEvents(of: entry.account.name) else { continue }
                 group.addTask {
-                    for await event in agent.callEvents.cancelOnGracefulShutdown() {
+                    for await event in events.cancelOnGracefulShutdown() {
                         await daemon.callEvent(event, account: entry.account)
                     }
                 }

@@ -116,7 +116,7 @@ public final class Daemon: Sendable {
         let metrics = config.metrics.map { _ in DaemonMetrics() }
         self.plugin = SIPPlugin(
             accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
-            callSurvivalBudget: policy.callSurvivalBudget, metricsFactory: metrics?.factory, logger: logger)
+            metricsFactory: metrics?.factory, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let manager = ResilienceManager(

@@ -163,6 +163,7 @@ struct AccountReader {
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
         "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping", "tls", "incoming-calls",
+        "ringing-timeout",
     ]
 
     /// Requested lifetimes: at least a minute (a shorter one is at or near the refresh margin and
@@ -237,6 +238,8 @@ struct AccountReader {
                     value, kind: "incoming-calls mode", among: IncomingCalls.allCases.map(\.rawValue),
                     expected: "ring, answer or reject"
                 ) { IncomingCalls(rawValue: $0) }
+            case "ringing-timeout":
+                account.ringingTimeout = try boundedDuration(value, what: "ringing-timeout", example: "60s or 2m")
             default: break  // name, registrar, user, domain: read above
             }
         }
@@ -246,14 +249,21 @@ struct AccountReader {
 
     /// `off`, or an interval of 1 s to 1 h (a registrar's Flow-Timer still overrides it).
     func flowPing(_ node: Node) throws(PolicyFileError) -> FlowPingSetting {
-        let expected = "off, or a duration from 1s to 1h like 25s or 2m"
-        if try reader.scalar(node, expected: expected) == "off" { return .off }
-        let interval = try reader.duration(node, what: "flow-ping")
+        if try reader.scalar(node, expected: "off, or a duration from 1s to 1h like 25s or 2m") == "off" { return .off }
+        return .every(try boundedDuration(node, what: "flow-ping", example: "25s or 2m", offAllowed: true))
+    }
+
+    /// A duration of 1 s to 1 h (`flow-ping`, `ringing-timeout`).
+    func boundedDuration(
+        _ node: Node, what: String, example: String, offAllowed: Bool = false
+    ) throws(PolicyFileError) -> Duration {
+        let expected = (offAllowed ? "off, or a duration" : "a duration") + " from 1s to 1h like \(example)"
+        let interval = try reader.duration(node, what: what)
         guard interval >= .seconds(1), interval <= .seconds(3600) else {
             throw reader.fail(
-                .invalidValue, at: node, "flow-ping must be between 1s and 1h, found \(interval)", expected: expected)
+                .invalidValue, at: node, "\(what) must be between 1s and 1h, found \(interval)", expected: expected)
         }
-        return .every(interval)
+        return interval
     }
 
     func integer(_ node: Node, in range: ClosedRange<Int>, what: String) throws(PolicyFileError) -> Int {

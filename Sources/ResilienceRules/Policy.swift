@@ -16,7 +16,8 @@ public struct Policy: Sendable, Hashable {
     public var flapDamping: FlapDampingPolicy
     /// A call whose path was lost longer than this is ended (BYE) when the path returns, and
     /// reported ended by the outage with its downtime, instead of re-INVITEd; `.zero` keeps calls
-    /// across any outage. Carried to the SIP plugin by whoever builds it (`netres run` does).
+    /// across any outage. The manager hands it to plugins with every action
+    /// (`PluginContext.callSurvivalBudget`).
     public var callSurvivalBudget: Duration
     /// The service-level table, in file order.
     public var levels: [ServiceLevelRow]

@@ -100,7 +100,8 @@ extension ActionExecutor {
         actionLogger[metadataKey: "epoch"] = "\(queued.epoch)"
         let context = PluginContext(
             logger: actionLogger, deadline: deadline, network: network, path: path, epoch: queued.epoch,
-            attempt: queued.attempt, now: now, clock: clock, lastPathLoss: lastPathLoss)
+            attempt: queued.attempt, now: now, clock: clock, lastPathLoss: lastPathLoss,
+            callSurvivalBudget: configuration.callSurvivalBudget)
         if queued.attempt == 1 {
             metrics.recordLatency(kind: action.kind, nanoseconds: (now - queued.submittedAt).nanoseconds)
         }

@@ -44,15 +44,19 @@ public actor ActionExecutor {
         public var randomSeed: UInt64?
         /// Where metrics go; nil for the bootstrapped `MetricsSystem` (tests pass `TestMetrics`).
         public var metricsFactory: (any MetricsFactory)?
+        /// The policy's `call-survival-budget`, handed to plugins with every action
+        /// (`PluginContext.callSurvivalBudget`); nil leaves each plugin's default.
+        public var callSurvivalBudget: Duration?
 
         public init(
             backoff: BackoffPolicy = BackoffPolicy(), actionTimeout: Duration = .seconds(30), randomSeed: UInt64? = nil,
-            metricsFactory: (any MetricsFactory)? = nil
+            metricsFactory: (any MetricsFactory)? = nil, callSurvivalBudget: Duration? = nil
         ) {
             self.backoff = backoff
             self.actionTimeout = actionTimeout
             self.randomSeed = randomSeed
             self.metricsFactory = metricsFactory
+            self.callSurvivalBudget = callSurvivalBudget
         }
     }
 

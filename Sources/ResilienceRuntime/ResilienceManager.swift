@@ -173,7 +173,8 @@ public actor ResilienceManager: Service {
             plugins: plugins, clock: clock,
             configuration: ActionExecutor.Configuration(
                 backoff: policy.backoff, actionTimeout: configuration.actionTimeout,
-                randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory),
+                randomSeed: configuration.randomSeed, metricsFactory: configuration.metricsFactory,
+                callSurvivalBudget: policy.callSurvivalBudget),
             logger: logger,
             onEvent: { event in
                 broadcast.yield(.action(event))

@@ -34,6 +34,8 @@ public final class RecordingPlugin: ResiliencePlugin {
         public var deadline: ContinuousClock.Instant
         /// The context's `lastPathLoss`.
         public var lastPathLoss: Range<ContinuousClock.Instant>? = nil
+        /// The context's `callSurvivalBudget`.
+        public var callSurvivalBudget: Duration? = nil
     }
 
     /// How one attempt ended, seen from the plugin.
@@ -145,7 +147,7 @@ public final class RecordingPlugin: ResiliencePlugin {
             state.starts.append(
                 Attempt(
                     action: action, epoch: context.epoch, attempt: context.attempt, deadline: context.deadline,
-                    lastPathLoss: context.lastPathLoss))
+                    lastPathLoss: context.lastPathLoss, callSurvivalBudget: context.callSurvivalBudget))
             var gate: UInt64?
             if behavior == .hang || behavior == .gate || behavior == .hangIgnoringCancellation {
                 state.nextGate += 1

@@ -140,6 +140,10 @@ struct DaemonConfigFileTests {
             "incoming-calls not a word", account("password: x\n    incoming-calls: [ring]\n"), .wrongType, 7, 21,
             "incoming-calls mode"
         ),
+        (
+            "ringing-timeout too long", account("password: x\n    ringing-timeout: 2h\n"), .invalidValue, 7, 22,
+            "ringing-timeout must be between 1s and 1h"
+        ),
     ]
 
     /// One account with the given SIP values (written into the YAML as they are).
@@ -267,5 +271,13 @@ struct DaemonConfigFileTests {
             + "  - { name: b, registrar: 198.18.0.1, user: b, domain: example.test, password: y }\n"
         let config = try DaemonConfigFile.parse(text, file: "c.yaml", directory: "/tmp")
         #expect(config.accounts.map(\.incomingCalls) == [mode, .ring])
+    }
+
+    @Test func ringingTimeoutIsReadPerAccountAndIsAMinuteByDefault() throws {
+        let text =
+            Self.account("password: x\n    ringing-timeout: 25s\n")
+            + "  - { name: b, registrar: 198.18.0.1, user: b, domain: example.test, password: y }\n"
+        let config = try DaemonConfigFile.parse(text, file: "c.yaml", directory: "/tmp")
+        #expect(config.accounts.map(\.account.ringingTimeout) == [.seconds(25), .seconds(60)])
     }
 }

@@ -73,16 +73,28 @@ struct SDPOfferAnswerTests {
         #expect(answer.direction(ofMedia: 0) == answered)
     }
 
-    @Test func anUnchangedReofferKeepsTheVersionAndAnyChangeBumpsItByOne() throws {
+    @Test func everyNewOfferRaisesTheVersionByOneEvenWithUnchangedMedia() throws {
+        // RFC 3264 §8: "the version in the origin field MUST increment by one from the previous
+        // SDP". A recovery re-offers the same media: a far end that ignores an unchanged version
+        // would never re-latch its media to the restored path.
         var session = try Self.established()
         let version = try #require(session.lastSent?.origin.version)
         let same = try session.offer(address: "198.18.0.1", media: Self.audio, hold: false)
-        #expect(same.origin.version == version)
-        session.rollback()
+        #expect(same.origin.version == version + 1)
+        _ = try session.received(answer: Self.far(.sendrecv, version: 2))
         var other = Self.audio
         other[0].port = 4_002
         let moved = try session.offer(address: "198.18.0.1", media: other, hold: false)
-        #expect(moved.origin.version == version + 1)
+        #expect(moved.origin.version == version + 2)
+        #expect(moved.origin.sessionID == same.origin.sessionID && moved.origin.username == same.origin.username)
+    }
+
+    @Test func anUnchangedAnswerKeepsTheVersion() throws {
+        var session = try Self.established()
+        let version = try #require(session.lastSent?.origin.version)
+        try session.received(offer: Self.far(.sendrecv, version: 2))
+        let (again, _) = try session.answer(address: "198.18.0.1", media: Self.audio, hold: false)
+        #expect(again.origin.version == version, "an answer that says nothing new keeps its version (§8)")
     }
 
     @Test func anIPv4ToIPv6MoveKeepsTheSessionWithANewVersion() throws {

@@ -32,7 +32,7 @@ extension SIPCallSIPpTests {
                 to: "sip:far@127.0.0.1:\(sipp.port)", media: NoAnswerMedia(), path: loopbackPath())
             let refused = await eventually(within: .seconds(10)) { sipp.messages.contains("SIP/2.0 488") }
             try #require(refused, "no 488: \(sipp.errors.suffix(800))")
-            #expect(await agent.calls[call]?.inviteInFlight == false)
+            #expect(await agent.calls[call]?.machine.offerSlotFree == true)
             try await agent.hold(call, path: loopbackPath())
             #expect(await agent.activeCalls[call] == .held)
             try await agent.hangUp(call, path: loopbackPath())

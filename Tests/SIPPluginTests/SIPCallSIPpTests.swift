@@ -18,10 +18,14 @@ import Testing
 struct SIPCallSIPpTests {
     /// An agent whose flow goes to sipp (sipp is the outbound proxy and the far end at once).
     func agent(for sipp: SIPpHarness, user: String, timers: SIPTimers = SIPTimers()) -> SIPUserAgent {
-        let account = SIPAccount(
+        SIPUserAgent(account: account(for: sipp, user: user), timers: timers, logger: testLogger(user))
+    }
+
+    /// An account whose registrar (and outbound proxy) is sipp.
+    func account(for sipp: SIPpHarness, user: String) -> SIPAccount {
+        SIPAccount(
             name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
             password: "secret-\(user)")
-        return SIPUserAgent(account: account, timers: timers, logger: testLogger(user))
     }
 
     func withSIPp(_ scenario: String, _ body: (SIPpHarness) async throws -> Void) async throws {

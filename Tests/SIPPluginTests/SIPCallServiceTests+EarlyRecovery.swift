@@ -39,6 +39,26 @@ extension SIPCallServiceTests {
         }
     }
 
+    /// RFC 3891: a far end that lists `replaces` in the `Supported` of its 180 gets, after the
+    /// address change, an INVITE whose `Replaces` names its ringing early dialog (`early-only`),
+    /// and no CANCEL: its ringing call is replaced, not doubled (sipp checks the header).
+    @Test(.enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"))
+    func aRingingCallIsReplacedWhenTheFarEndSupportsReplaces() async throws {
+        try await withProxiedCall("uas-ring-replaces", calls: 2) { kamailio, sipp, plugin, account in
+            let agent = try #require(plugin.agent(for: account.name))
+            let (placing, call) = try await placeRinging(agent, to: sipp)
+            try await plugin.perform(action(.register, account.registrationService), context: context("127.0.0.2"))
+            try await plugin.perform(action(.reinviteCall, account.callService(call)), context: context("127.0.0.2"))
+            #expect(try await placing.value == call, "the same call, answered at the new address")
+            #expect(await agent.activeCalls[call] == .active)
+            try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(sipp.received("INVITE") == 2)
+            #expect(sipp.received("CANCEL") == 0, "replaced, not cancelled")
+            #expect(kamailio.transactionCount(of: "CANCEL", from: account.user) == 0)
+        }
+    }
+
     /// The fresh INVITE goes the moment `reinvite-call` hands the ringing call its new flow: with
     /// the runtime's clock standing still (a `ManualClock` nobody advances), the far end is rung
     /// again all the same, so no poll or timer stands between the two.

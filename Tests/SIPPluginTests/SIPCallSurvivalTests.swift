@@ -47,11 +47,15 @@ struct SIPCallSurvivalTests {
         let agent: SIPUserAgent
         let recorder: SIPCallSIPpTests.Recorder
         let call: CallID
+        /// The policy's `call-survival-budget`, as the manager hands it with every action.
+        let budget: Duration
 
-        /// The policy's `reinvite-call` for the call, with `loss` as the context's last loss.
+        /// The policy's `reinvite-call` for the call, with `loss` as the context's last loss and
+        /// the budget in the context (the one source of the budget: the policy, via the action).
         func reinviteCall(after loss: Range<ContinuousClock.Instant>? = nil) async throws {
             var lent = context()
             lent.lastPathLoss = loss
+            lent.callSurvivalBudget = budget
             try await plugin.perform(action(.reinviteCall, account.callService(call)), context: lent)
         }
     }
@@ -65,14 +69,14 @@ struct SIPCallSurvivalTests {
             password: "secret-\(user)")
         let metrics = TestMetrics()
         let plugin = SIPPlugin(
-            accounts: [account], callSurvivalBudget: budget, metricsFactory: metrics, logger: testLogger(user))
+            accounts: [account], metricsFactory: metrics, logger: testLogger(user))
         let agent = try #require(plugin.agent(for: account.name))
         let recorder = SIPCallSIPpTests.Recorder(agent)
         let call = try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath())
         try await body(
             CallLab(
                 sipp: sipp, metrics: metrics, plugin: plugin, account: account, agent: agent, recorder: recorder,
-                call: call))
+                call: call, budget: budget))
         await agent.close()
     }
 

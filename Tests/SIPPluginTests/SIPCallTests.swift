@@ -42,7 +42,7 @@ struct SIPCallTests {
     func phaseFollowsWhoHolds(index: Int) throws {
         let (remote, reasons, phase) = Self.holdCases[index]
         var state = try call(remoteOffer: remote)
-        state.holdReasons = Set(reasons)
+        for reason in reasons { _ = state.machine.handle(.hold(reason), at: .now) }
         #expect(state.confirmedPhase == phase)
     }
 }

@@ -73,12 +73,18 @@ public struct SIPMessage: Hashable, Sendable {
         return Array(text.utf8) + body
     }
 
-    /// A response to this request that copies Via, From, To, Call-ID and CSeq (RFC 3261 §8.2.6).
+    /// A response to this request that copies Via, From, To, Call-ID and CSeq (RFC 3261 §8.2.6),
+    /// and for a response that creates a dialog (101–299 to an INVITE, SUBSCRIBE, REFER or
+    /// NOTIFY outside a dialog: no To tag) every Record-Route value, in order (§12.1.1).
     public func makeResponse(status: Int, reason: String, toTag: String? = nil) -> SIPMessage {
         var response = SIPMessage(startLine: .response(status: status, reason: reason))
+        let createsDialog =
+            (101..<300).contains(status) && Self.dialogCreatingMethods.contains(method?.uppercased() ?? "")
+            && self.tag(in: "To") == nil
         for field in headers {
             switch SIPHeaders.canonical(field.name) {
             case "via", "from", "call-id", "cseq": response.headers.add(field.name, field.value)
+            case "record-route" where createsDialog: response.headers.add(field.name, field.value)
             case "to":
                 let hasTag = SIPParameters.parse(afterFirstSemicolon: field.value)["tag"] != nil
                 let value = (hasTag || toTag == nil) ? field.value : field.value + ";tag=\(toTag!)"
@@ -88,6 +94,9 @@ public struct SIPMessage: Hashable, Sendable {
         }
         return response
     }
+
+    /// The requests whose 1xx/2xx may create a dialog (RFC 3261 §12.1, RFC 6665 §4.1.2.4).
+    static let dialogCreatingMethods: Set<String> = ["INVITE", "SUBSCRIBE", "REFER", "NOTIFY"]
 }
 
 /// `;name=value` parameters of a header value or URI. Names are compared lower-cased.

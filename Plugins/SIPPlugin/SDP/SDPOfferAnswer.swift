@@ -6,8 +6,11 @@
 /// - At most one offer is outstanding, in either direction (§4): ``offer(address:media:hold:)``
 ///   while one is pending, or a remote offer while ours is pending (glare: answer 491), throws.
 /// - `o=` keeps its username and session id for the session's life; its version goes up by one
-///   exactly when a description we send differs from the last one we sent (§8), and never goes
-///   back, even after ``rollback()``.
+///   with every new offer (§8: "When issuing an offer that modifies the session, the "o=" line
+///   of the new SDP MUST be identical to that in the previous SDP, except that the version in
+///   the origin field MUST increment by one"; a recovery's re-offer of the same media too, so a
+///   far end that skips unchanged versions still re-latches) and with an answer that differs
+///   from the last description we sent; it never goes back, even after ``rollback()``.
 /// - Hold is per RFC 3264 §8.4: we stop receiving, so `sendrecv` becomes `sendonly`, and
 ///   `recvonly` (the far end already holds us) becomes `inactive`; `c=` always carries the real
 ///   address, never `0.0.0.0`.
@@ -78,7 +81,7 @@ public struct SDPOfferAnswer: Hashable, Sendable {
         guard state == .stable else { throw .offerPending }
         var media = media
         for index in media.indices { media[index].direction = offerDirection(hold: hold, stream: index) }
-        let description = stamp(address: address, media: media)
+        let description = stamp(address: address, media: media, newVersion: true)
         state = .localOfferSent(description)
         return description
     }
@@ -147,8 +150,11 @@ public struct SDPOfferAnswer: Hashable, Sendable {
         if case .localOfferSent = state { state = .stable }
     }
 
-    /// Builds the description we send, bumping the version only when the content changed.
-    private mutating func stamp(address: String, media: [SessionDescription.Media]) -> SessionDescription {
+    /// Builds the description we send, bumping the version for a new offer (`newVersion`) or
+    /// when the content changed.
+    private mutating func stamp(
+        address: String, media: [SessionDescription.Media], newVersion: Bool = false
+    ) -> SessionDescription {
         let connection = SessionDescription.Connection(address: address)
         let origin = (originFollowsAddress ? nil : lastSent?.origin.connection) ?? connection
         var description = SessionDescription(
@@ -157,7 +163,7 @@ public struct SDPOfferAnswer: Hashable, Sendable {
         if let lastSent {
             var previous = lastSent
             previous.origin.version = version
-            if previous != description {
+            if newVersion || previous != description {
                 version += 1
                 description.origin.version = version
             }

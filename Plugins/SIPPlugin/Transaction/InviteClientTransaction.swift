@@ -153,13 +153,7 @@ extension SIPMessage {
     static func ackFor2xx(
         invite: SIPMessage, response: SIPMessage, routeSet: [String], remoteTarget: String, via: String
     ) -> SIPMessage {
-        var uri = remoteTarget
-        var routes = routeSet
-        if let first = routes.first, SIPParameters.parse(afterFirstSemicolon: extractURI(first))["lr"] == nil {
-            uri = extractURI(first)
-            routes.removeFirst()
-            routes.append("<\(remoteTarget)>")
-        }
+        let (uri, routes) = Dialog.routing(remoteTarget: remoteTarget, routeSet: routeSet)
         var ack = SIPMessage.request("ACK", uri: uri)
         ack.headers.add("Via", via)
         ack.headers.add("Max-Forwards", "70")

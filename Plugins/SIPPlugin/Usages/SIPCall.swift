@@ -73,21 +73,24 @@ public struct CallEvent: Hashable, Sendable {
     }
 }
 
-/// One call's signalling state; media lives in the app's ``MediaSession``.
+/// One call's signalling state; media lives in the app's ``MediaSession``. Its pure state
+/// (phase, offer/answer slot, ringing timeout, survival bookkeeping, early-recovery knowledge)
+/// is the ``CallMachine`` value; the rest is what the agent needs for I/O (transactions, the
+/// messages a CANCEL or an ACK copies, the flows offers went over, armed timers).
 ///
 /// Invariants: `dialogID` names an entry of the agent's dialog table while the call is not
-/// ended; `inviteInFlight` is true for at most one INVITE transaction (sent or received) at a
-/// time (RFC 3261 §14.1); `holdReasons` is empty exactly when this end does not hold the call.
+/// ended; the machine's offer slot holds at most one offer (ours or theirs) at a time (RFC 3261
+/// §14.1); the machine's hold reasons are empty exactly when this end does not hold the call; `timers` holds
+/// at most one task per ``CallTimer``, all cancelled when the call ends.
 struct SIPCall {
     let id: CallID
     let isOutgoing: Bool
     let peer: String
     var dialogID: Dialog.ID
     var offerAnswer: SDPOfferAnswer
-    let media: any MediaSession
-    var phase: CallPhase
-    var holdReasons: Set<HoldReason> = []
-    var inviteInFlight = false
+    /// The app's media; a ringing incoming call holds a placeholder until answered.
+    var media: any MediaSession
+    var machine: CallMachine
     /// An incoming INVITE not yet answered: its transaction and the request itself.
     var pendingInvite: (request: SIPMessage, transaction: ServerTransaction)?
     /// Our INVITE or re-INVITE while it has no final response (what a CANCEL copies).
@@ -97,32 +100,47 @@ struct SIPCall {
     /// A provisional response (100 included) arrived for `outgoingInvite`: only then may it be
     /// CANCELled (RFC 3261 §9.1).
     var heardProvisional = false
-    /// When the call was created, on the agent's clock; with `survivedUntil`, which losses of
-    /// the path it lived through (``CallSurvival``).
-    var createdAt: ContinuousClock.Instant
-    /// The end of the last path loss this call was checked against (recovered or ended).
-    var survivedUntil: ContinuousClock.Instant?
     /// A ringing outgoing call whose flow went: the new path's flow to ring again from.
     var restartFlow: SIPTransport?
-    /// The far end listed UPDATE in the `Allow` of its last INVITE or 2xx (RFC 3311 §5.1).
-    var peerAllowsUpdate = false
-    /// Our re-INVITE or UPDATE while it has no final response: what it offers.
+    /// The INVITE a `Replaces` INVITE (RFC 3891) stands in for, with whether it heard a
+    /// provisional, and the `Replaces` value: CANCELled only when the far end refuses.
+    var replacing: (invite: SIPMessage, heardProvisional: Bool, value: String)?
+    /// What our re-INVITE or UPDATE without a final response offers (flow, hold, when).
     var offerInFlight: SentOffer?
     /// Our last recovery offer (`reinvite-call`) the far end accepted with a 2xx (see ``SentOffer``).
     var lastRecovery: SentOffer?
+    /// The timers the machine armed (see ``CallTimer``).
+    var timers: [CallTimer: Task<Void, Never>] = [:]
+
+    init(
+        id: CallID, isOutgoing: Bool, peer: String, dialogID: Dialog.ID, offerAnswer: SDPOfferAnswer,
+        media: any MediaSession, phase: CallPhase, createdAt: ContinuousClock.Instant
+    ) {
+        self.id = id
+        self.isOutgoing = isOutgoing
+        self.peer = peer
+        self.dialogID = dialogID
+        self.offerAnswer = offerAnswer
+        self.media = media
+        self.machine = CallMachine(phase: phase, createdAt: createdAt)
+    }
+
+    /// The machine's phase.
+    var phase: CallPhase {
+        get { machine.phase }
+        set { machine.enter(newValue) }
+    }
 
     /// Takes in the `Allow` of a message from the far end; one without `Allow` changes nothing.
     mutating func notePeerAllow(_ message: SIPMessage) {
-        let allowed = message.headers.listValues("Allow")
-        guard !allowed.isEmpty else { return }
-        peerAllowsUpdate = allowed.contains { $0.trimmingSIPWhitespace().uppercased() == "UPDATE" }
+        _ = machine.handle(.peerAllows(message.headers.listValues("Allow")), at: machine.createdAt)
     }
 
+    /// Whether this end holds the call (the machine's hold reasons).
+    var isHeldHere: Bool { !machine.holdReasons.isEmpty }
+
     /// The phase a confirmed call is in, from who holds it.
-    var confirmedPhase: CallPhase {
-        if !holdReasons.isEmpty { return .held }
-        return offerAnswer.remoteHoldsUs ? .remotelyHeld : .active
-    }
+    var confirmedPhase: CallPhase { machine.confirmedPhase(remoteHoldsUs: offerAnswer.remoteHoldsUs) }
 }
 
 /// One offer of ours in a call (INVITE, re-INVITE or UPDATE): the flow it went over (its

@@ -38,17 +38,14 @@ extension SIPUserAgent {
     /// Holds the call for `reason` with a re-INVITE offering `sendonly` (`inactive` when the far
     /// end already holds us). A call already held for another reason only records this one.
     public func hold(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
-        guard var call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
+        guard let call = calls[id], call.phase != .ended, call.dialogID.remoteTag != nil else {
             throw PluginError.permanent("no established call \(id)")
         }
-        let wasHeld = !call.holdReasons.isEmpty
-        call.holdReasons.insert(reason)
-        calls[id] = call
-        guard !wasHeld else { return }
+        guard calls[id]?.machine.handle(.hold(reason), at: clock.now) == [.offer(hold: true)] else { return }
         do {
             try await sendInvite(id, over: try await flow(for: path), hold: true)
         } catch {
-            calls[id]?.holdReasons.remove(reason)
+            _ = calls[id]?.machine.handle(.holdOfferFailed(reason, holding: true), at: clock.now)
             throw error
         }
     }
@@ -57,11 +54,11 @@ extension SIPUserAgent {
     /// A call that stays held (the user still holds it) is re-offered as held only when the
     /// address moved: the policy drops a restore's `reinvite-call` that a `resume-call` covers.
     public func resume(_ id: CallID, reason: HoldReason = .user, path: NetworkPath) async throws {
-        guard var call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
-        guard call.holdReasons.remove(reason) != nil else { return }
-        calls[id] = call
+        guard let call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
+        guard call.machine.holdReasons.contains(reason) else { return }
+        let resumes = calls[id]?.machine.handle(.resume(reason), at: clock.now) == [.offer(hold: false)]
         let flow = try await flow(for: path)
-        guard call.holdReasons.isEmpty else {
+        guard resumes else {
             if call.offerAnswer.lastSent?.connection?.address != flow.localHost {
                 try await sendInvite(id, over: flow, hold: true)
             }
@@ -70,21 +67,22 @@ extension SIPUserAgent {
         do {
             try await sendInvite(id, over: flow, hold: false)
         } catch {
-            calls[id]?.holdReasons.insert(reason)
+            _ = calls[id]?.machine.handle(.holdOfferFailed(reason, holding: false), at: clock.now)
             throw error
         }
     }
 
-    /// A request in the call's dialog (§12.2.1.1): Request-URI the remote target, Route the
-    /// route set, From/To with both tags. Via, CSeq and Max-Forwards are added by `exchange`.
+    /// A request in the call's dialog (§12.2.1.1): Request-URI and Route from the remote target
+    /// and the route set (``Dialog/routing(fallbackTarget:)``), From/To with both tags. Via, CSeq and Max-Forwards are added by `exchange`.
     func inDialogRequest(_ method: String, call: SIPCall, flow: SIPTransport) -> SIPMessage {
         inDialogRequest(method, call: call, dialog: dialogs[call.dialogID], flow: flow)
     }
 
     /// ``inDialogRequest(_:call:flow:)`` for a dialog no longer in the table (a deferred BYE).
     func inDialogRequest(_ method: String, call: SIPCall, dialog: Dialog?, flow: SIPTransport) -> SIPMessage {
-        var request = SIPMessage.request(method, uri: dialog?.remoteTarget ?? call.peer)
-        for route in dialog?.routeSet ?? [] { request.headers.add("Route", route) }
+        let (uri, routes) = dialog?.routing(fallbackTarget: call.peer) ?? (call.peer, [])
+        var request = SIPMessage.request(method, uri: uri)
+        for route in routes { request.headers.add("Route", route) }
         request.headers.add("From", "<\(account.addressOfRecord)>;tag=\(call.dialogID.localTag)")
         request.headers.add("To", "<\(call.peer)>" + (call.dialogID.remoteTag.map { ";tag=\($0)" } ?? ""))
         request.headers.add("Call-ID", call.dialogID.callID)
@@ -98,11 +96,8 @@ extension SIPUserAgent {
     /// the call (reported lost, no BYE), any other failure rolls the offer back (RFC 6141).
     /// A `recovery` re-INVITE's answer is reported with trigger `network` and its timings.
     func sendInvite(_ id: CallID, over flow: SIPTransport, hold: Bool, recovery: CallRecovery? = nil) async throws {
-        guard calls[id]?.inviteInFlight == false else {
-            throw PluginError("an INVITE transaction is already running in call \(id)")
-        }
-        calls[id]?.inviteInFlight = true
-        defer { offerSlotFreed(id) }
+        try takeOfferSlot(id, method: "INVITE")
+        defer { withdrawOffer(id) }
         var flow = flow
         var glareRetries = 0
         var challenges = 0
@@ -119,6 +114,7 @@ extension SIPUserAgent {
             let cseq = nextCSeq(in: call.dialogID)
             invite.headers.set("CSeq", "\(cseq) INVITE")
             invite.headers.add("Allow", Self.allowedMethods)
+            if !isReinvite, let replaces = call.replacing?.value { invite.headers.add("Replaces", replaces) }
             invite.headers.add("Content-Type", "application/sdp")
             invite.body = Array(offer.serialized().utf8)
             let uri = invite.requestURI ?? call.peer
@@ -152,7 +148,8 @@ extension SIPUserAgent {
                 if isReinvite { throw PluginError("no answer to the re-INVITE of call \(id)") }
                 if restarts < Self.maximumEarlyRestarts, let next = await flowForEarlyRestart(id, lost: flow) {
                     restarts += 1
-                    restartEarly(id, abandoning: request, over: next)
+                    restartEarly(
+                        id, abandoning: request, heardProvisional: calls[id]?.heardProvisional == true, over: next)
                     flow = next
                     continue
                 }
@@ -160,9 +157,11 @@ extension SIPUserAgent {
                 throw PluginError("no answer to the INVITE of call \(id)")
             }
             let status = response.status ?? 0
+            let replacing = !isReinvite && calls[id]?.replacing != nil
             if (200..<300).contains(status) {
                 // Hung up while ringing: the 2xx crossed our CANCEL and was ACKed and BYEd.
                 guard calls[id] != nil else { throw PluginError.permanent("call \(id) was hung up before the answer") }
+                calls[id]?.replacing = nil
                 return
             }
             switch status {
@@ -177,7 +176,19 @@ extension SIPUserAgent {
                 glareRetries += 1
                 let wait = GlareWait.duration(ownsCallID: call.isOutgoing, using: &generator)
                 logger.notice("sip.call-glare", metadata: ["call": "\(id)", "wait": "\(wait)"])
-                try await clock.sleep(until: clock.now + wait, tolerance: nil)
+                try await waitOutGlare(id, method: "INVITE", wait: wait)
+            case 481 where replacing, 420 where replacing, 486 where replacing:
+                // The far end would not replace its early dialog (RFC 3891 §3: 481 for a dialog
+                // it did not initiate, 486 for one answered meanwhile): CANCEL it, ring anew.
+                guard let replaced = calls[id]?.replacing, restarts < Self.maximumEarlyRestarts else {
+                    end(id, trigger: "remote", reason: "\(status)")
+                    throw Self.failure(response, "INVITE")
+                }
+                restarts += 1
+                calls[id]?.replacing = nil
+                restartEarly(
+                    id, abandoning: replaced.invite, heardProvisional: replaced.heardProvisional, over: flow,
+                    replacesRefused: true)
             case 481 where isReinvite, 408 where isReinvite:
                 end(id, trigger: "remote", reason: "\(status)")
                 throw Self.failure(response, "re-INVITE")
@@ -261,7 +272,8 @@ extension SIPUserAgent {
     /// The call is over: its dialog leaves the table, its media closes, the end is reported.
     func end(_ id: CallID, trigger: String, reason: String, downtime: Duration? = nil) {
         guard var call = calls.removeValue(forKey: id) else { return }
-        offerSlotFreed(id)
+        for timer in call.timers.values { timer.cancel() }
+        callChanged(id)
         dialogs.remove(call.dialogID)
         call.phase = .ended
         let media = call.media

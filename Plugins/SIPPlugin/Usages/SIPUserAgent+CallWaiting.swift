@@ -7,11 +7,12 @@ internal import ResilienceCore
 ///
 /// One offer/answer at a time per call (RFC 3261 §14.1: no new INVITE transaction while one is
 /// in progress in either direction; an UPDATE with an offer takes the same slot): the slot is
-/// `SIPCall.inviteInFlight`, and a newer offer of ours waits for it instead of failing.
+/// the call machine's (``CallMachine/offerSlot``), and a newer offer of ours waits for it
+/// instead of failing.
 ///
 /// Invariants: every change a waiter may wait for goes through ``callChanged(_:)`` (the offer
-/// slot freed by ``offerSlotFreed(_:)``: our INVITE or UPDATE settled, our 2xx to the far end's
-/// offer sent, the call ended; a ringing call handed a new flow); a parked waiter is resumed
+/// slot freed by ``withdrawOffer(_:)`` or ``remoteOfferSettled(_:)``: our INVITE or UPDATE
+/// settled, our 2xx to the far end's offer sent, the call ended; a ringing call handed a new flow); a parked waiter is resumed
 /// exactly once; every wait is bounded by its deadline and by a count of wake-ups.
 extension SIPUserAgent {
     /// Waits until `ready` holds for the call (nil: the call is over), at most until `deadline`;
@@ -29,13 +30,47 @@ extension SIPUserAgent {
 
     /// Waits until the call has no offer in progress (or is over), at most until `deadline`.
     func waitForOfferSlot(_ id: CallID, until deadline: ContinuousClock.Instant) async -> Bool {
-        await waitForCall(id, until: deadline) { $0?.inviteInFlight != true }
+        await waitForCall(id, until: deadline) { $0?.machine.offerSlotFree != false }
     }
 
-    /// The call's offer/answer ended (or the call did): the slot is free and its waiters go on.
-    func offerSlotFreed(_ id: CallID) {
-        calls[id]?.inviteInFlight = false
+    /// Takes the call's offer slot for our offer (`method`).
+    /// - Throws: when an offer is in progress (or the call is over).
+    func takeOfferSlot(_ id: CallID, method: String) throws {
+        guard calls[id]?.machine.handle(.localOffer(method: method), at: clock.now) == [.sendOffer] else {
+            throw PluginError("an offer/answer is already in progress in call \(id)")
+        }
+    }
+
+    /// Our offer settled, failed or was given up: the slot is free and its waiters go on.
+    func withdrawOffer(_ id: CallID) {
+        _ = calls[id]?.machine.handle(.localOfferWithdrawn, at: clock.now)
         callChanged(id)
+    }
+
+    /// The far end's offer was answered or refused: the slot is free and its waiters go on.
+    func remoteOfferSettled(_ id: CallID) {
+        _ = calls[id]?.machine.handle(.remoteOfferSettled, at: clock.now)
+        callChanged(id)
+    }
+
+    /// Our offer got 491: waits out `wait` with the slot open to the far end's offer (RFC 3261
+    /// §14.2: 491 only while our own offer is pending), then takes the slot back for the retry,
+    /// after the far end's offer answered meanwhile (bounded by 64×T1).
+    func waitOutGlare(_ id: CallID, method: String, wait: Duration) async throws {
+        guard calls[id] != nil else { throw PluginError.permanent("call \(id) ended") }
+        // The slot may already be the far end's: its offer came right after our INVITE's ACK.
+        let retryAt = clock.now + wait
+        _ = calls[id]?.machine.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now)
+        callChanged(id)
+        try await clock.sleep(until: retryAt, tolerance: nil)
+        _ = calls[id]?.machine.handle(.timerFired(.glareRetry), at: clock.now)
+        // Bounded: another offer of ours may take the freed slot first; the retry waits again.
+        let deadline = clock.now + timers.transactionTimeout
+        for _ in 0..<8 {
+            guard await waitForOfferSlot(id, until: deadline), calls[id] != nil else { break }
+            if calls[id]?.machine.handle(.localOffer(method: method), at: clock.now) == [.sendOffer] { return }
+        }
+        throw PluginError("call \(id): no retry after glare (the call ended or its offer slot stayed busy)")
     }
 
     /// Resumes every task waiting on call `id`; each looks at the call again.
@@ -77,7 +112,7 @@ extension SIPUserAgent {
     /// wait is bounded by 64×T1; an offer of ours still unanswered then has stalled and is
     /// CANCELled too.
     func settlePendingOffer(_ id: CallID, toward flow: SIPTransport, hold: Bool) async {
-        guard let call = calls[id], call.inviteInFlight else { return }
+        guard let call = calls[id], !call.machine.offerSlotFree else { return }
         let stale = call.offerInFlight.map { !$0.covers(flow: flow, hold: hold, lossEnded: nil) } ?? false
         logger.notice(
             stale ? "sip.call-reinvite-superseded" : "sip.call-reinvite-queued", metadata: ["call": "\(id)"])

@@ -53,9 +53,9 @@ extension SIPUserAgent {
     /// BYE ends the dialog it made (to its Contact, through its Record-Route), best effort.
     func byeAfterCancel(invite: SIPMessage, answer: SIPMessage, over flow: SIPTransport) async {
         let (routeSet, target) = Self.routeFromAnswer(answer)
-        let uri = target ?? invite.requestURI ?? ""
+        let (uri, routes) = Dialog.routing(remoteTarget: target ?? invite.requestURI ?? "", routeSet: routeSet)
         var bye = SIPMessage.request("BYE", uri: uri)
-        for route in routeSet { bye.headers.add("Route", route) }
+        for route in routes { bye.headers.add("Route", route) }
         for name in ["From", "Call-ID"] { if let value = invite.headers[name] { bye.headers.add(name, value) } }
         if let to = answer.headers["To"] { bye.headers.add("To", to) }
         bye.headers.add("CSeq", "0 BYE")

@@ -3,7 +3,8 @@ internal import ResilienceCore
 
 /// An outgoing call still ringing when the address changes (its INVITE's flow was closed).
 ///
-/// Choice: CANCEL + a new INVITE, not UPDATE. An UPDATE in the early dialog (RFC 3311) needs
+/// Choice: a new INVITE, with `Replaces` (RFC 3891) when the far end supports it, else after a
+/// CANCEL; not UPDATE. An UPDATE in the early dialog (RFC 3311) needs
 /// an early dialog with the far end's tag and, to carry a new offer, the INVITE's own
 /// offer/answer finished (an SDP answer in a reliable provisional): most far ends ring with a
 /// plain 180 and never give either, and the INVITE's responses would still be routed to the
@@ -11,7 +12,10 @@ internal import ResilienceCore
 /// INVITE is CANCELled (best effort, same branch, sent from the new flow: a proxy matches it by
 /// branch) once a provisional came for it, and a fresh INVITE (new Call-ID, new From tag, new
 /// Contact and SDP) rings the far end again, without `Replaces`: the far end may never have
-/// seen a dialog to replace (liblinphone does the same for calls without a remote tag). The
+/// seen a dialog to replace (liblinphone does the same for calls without a remote tag). A far
+/// end that listed `replaces` in `Supported` or `Allow` of a provisional with its tag gets the
+/// INVITE with `Replaces: <old Call-ID>;to-tag=<its tag>;from-tag=<ours>;early-only` instead,
+/// so its ringing call is replaced, not doubled; a refusal (481, 420, 486) falls back. The
 /// app keeps one ``CallID`` throughout and sees the call as `outgoing` with trigger `network`.
 ///
 /// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
@@ -56,11 +60,27 @@ extension SIPUserAgent {
         return next
     }
 
-    /// CANCELs the abandoned INVITE (when a provisional allows it) and gives the call a new
-    /// dialog identity for the fresh INVITE; reported `outgoing` with trigger `network`.
-    func restartEarly(_ id: CallID, abandoning invite: SIPMessage, over flow: SIPTransport) {
+    /// Rings the far end again for call `id` from `flow`, with a new dialog identity for the
+    /// fresh INVITE (reported `outgoing` with trigger `network`). The call machine decides how
+    /// (``CallMachine``, RFC 3891): a far end that supports `Replaces` and gave its tag in a
+    /// provisional gets an INVITE that replaces its ringing early dialog (the abandoned INVITE is
+    /// kept, CANCELled only if the far end refuses the replacement); otherwise the abandoned
+    /// INVITE is CANCELled (when a provisional allows it, §9.1) and a plain INVITE rings anew;
+    /// so too after the far end refused a replacement (`replacesRefused`).
+    func restartEarly(
+        _ id: CallID, abandoning invite: SIPMessage, heardProvisional: Bool, over flow: SIPTransport,
+        replacesRefused: Bool = false
+    ) {
         guard let call = calls[id] else { return }
-        if call.heardProvisional { Task { try? await self.sendCancel(of: invite, over: flow) } }
+        let input = replacesRefused ? CallInput.replacesRefused : .earlyFlowLost(dialog: call.dialogID)
+        let plan = calls[id]?.machine.handle(input, at: clock.now) ?? []
+        if case .ringAgain(let replaces?)? = plan.first {
+            calls[id]?.replacing = (invite, heardProvisional, replaces)
+            logger.notice("sip.call-early-replaces", metadata: ["call": "\(id)"])
+        } else {
+            calls[id]?.replacing = nil
+            if heardProvisional { Task { try? await self.sendCancel(of: invite, over: flow) } }
+        }
         _ = dialogs.remove(call.dialogID)
         let dialog = Dialog(callID: randomToken(), localTag: randomToken(), isSecure: call.peer.hasPrefix("sips:"))
         guard dialogs.insert(dialog, owner: account.callService(id)) else { return }

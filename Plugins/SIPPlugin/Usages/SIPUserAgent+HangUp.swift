@@ -18,11 +18,8 @@ extension SIPUserAgent {
     /// BYE goes when the path returns (`SIPPlugin.pathChanged(_:)`); a ringing one throws.
     public func hangUp(_ id: CallID, path: NetworkPath) async throws {
         guard let call = calls[id] else { return }
-        if let pending = call.pendingInvite {
-            pending.transaction.respond(
-                pending.request.makeResponse(status: 603, reason: "Decline", toTag: call.dialogID.localTag),
-                at: clock.now)
-            end(id, trigger: "api", reason: "603")
+        if call.pendingInvite != nil {
+            perform(calls[id]?.machine.handle(.reject(status: 603, reason: "Decline"), at: clock.now) ?? [], call: id)
             return
         }
         let flow: SIPTransport

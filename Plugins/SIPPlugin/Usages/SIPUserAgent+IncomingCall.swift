@@ -1,10 +1,13 @@
 internal import Logging
 public import ResilienceCore
+internal import Synchronization
 
 /// Requests the far end sends about calls: a new INVITE (rung with 180 at once), re-INVITE and
 /// UPDATE (target refresh and a new offer), ACK for our 2xx, BYE. Everything here is hostile
 /// input: a request missing what a dialog needs is answered 400, an offer that does not parse
-/// or negotiate 488, a second offer while one is open 491, a request for no dialog 481.
+/// or negotiate 488, an offer while ours is pending 491 and while theirs is 500 (the call
+/// machine decides, ``CallMachine``), a request for no dialog 481. A ringing call ends 480 at
+/// the account's ringing timeout.
 extension SIPUserAgent {
     /// Serves an inbound call request; false when `request` is not one (the caller answers it).
     func handleCallRequest(_ request: SIPMessage, transaction: ServerTransaction?) async -> Bool {
@@ -25,7 +28,7 @@ extension SIPUserAgent {
             if let id = calls.first(where: { $0.value.dialogID.callID == callID && $0.value.pendingInvite != nil })?.key
             {
                 calls[id]?.pendingInvite = nil
-                end(id, trigger: "remote", reason: "CANCEL")
+                perform(calls[id]?.machine.handle(.cancelled, at: now) ?? [], call: id)
             } else if transaction != nil {
                 reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist"))
             }
@@ -40,6 +43,12 @@ extension SIPUserAgent {
             let id = calls.first(where: { $0.value.dialogID == dialogID })?.key
         else {
             if method != "ACK" { reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")) }
+            return true
+        }
+        // §12.2.2: a request whose CSeq is lower than the dialog's remote CSeq "is out of order
+        // and MUST be rejected with a 500 (Server Internal Error) response".
+        if method != "ACK", dialogs[dialogID]?.isInOrder(cseq.number) == false {
+            reply(request.makeResponse(status: 500, reason: "Server Internal Error"))
             return true
         }
         switch method {
@@ -75,10 +84,10 @@ extension SIPUserAgent {
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
             return
         }
-        var dialog = Dialog(callID: callID, localTag: localTag)
-        dialog.confirm(remoteTag: fromTag)
-        _ = dialog.accept(request: request, cseq: request.cseq?.number ?? 0)
-        dialog.routeSet = request.headers.listValues("Record-Route")
+        // §12.1.1: remote tag, target, route set (Record-Route in order) from the INVITE; the
+        // 180 and the 200 copy its Record-Route (`makeResponse`), so the caller's ACK and
+        // in-dialog requests come back through the proxies that asked to stay on the path.
+        let dialog = Dialog(answering: request, localTag: localTag)
         let id = CallID(randomToken())
         guard dialogs.insert(dialog, owner: account.callService(id)) else {
             reply(request.makeResponse(status: 486, reason: "Busy Here", toTag: localTag))
@@ -89,12 +98,14 @@ extension SIPUserAgent {
             media: RTPEchoSession(), phase: .incoming, createdAt: clock.now)
         state.pendingInvite = (request, transaction)
         state.notePeerAllow(request)
-        state.inviteInFlight = true
+        _ = state.machine.handle(.remoteOffer(method: "INVITE"), at: clock.now)
+        let ringing = state.machine.handle(.ringing(timeout: account.ringingTimeout), at: clock.now)
         calls[id] = state
-        var ringing = request.makeResponse(status: 180, reason: "Ringing", toTag: localTag)
-        if let transport { ringing.headers.add("Contact", "<\(contactURI(on: transport))>") }
-        reply(ringing)
+        var provisional = request.makeResponse(status: 180, reason: "Ringing", toTag: localTag)
+        if let transport { provisional.headers.add("Contact", "<\(contactURI(on: transport))>") }
+        reply(provisional)
         report(id, trigger: "remote")
+        perform(ringing, call: id)
     }
 
     /// Answers a ringing incoming call with `media` (200 with our SDP answer, resent until ACK).
@@ -103,52 +114,66 @@ extension SIPUserAgent {
             throw PluginError.permanent("no incoming call \(id) to answer")
         }
         let flow = try await flow(for: path)
+        guard calls[id]?.pendingInvite != nil else { throw PluginError.permanent("incoming call \(id) ended") }
         calls[id]?.pendingInvite = nil
+        perform(calls[id]?.machine.handle(.answer, at: clock.now) ?? [], call: id)
         // The app's media session replaces the placeholder the ringing call held.
-        calls[id] = SIPCall(
-            id: id, isOutgoing: false, peer: call.peer, dialogID: call.dialogID, offerAnswer: call.offerAnswer,
-            media: media, phase: .incoming, createdAt: call.createdAt)
-        calls[id]?.inviteInFlight = true
+        calls[id]?.media = media
         await sendAnswer(to: pending.request, call: id, flow: flow) { pending.transaction.respond($0, at: $1) }
     }
 
     /// Rejects a ringing incoming call with `status` (486 Busy Here by default).
     public func reject(_ id: CallID, status: Int = 486) throws {
-        guard let call = calls[id], let pending = call.pendingInvite else {
+        guard calls[id]?.pendingInvite != nil else {
             throw PluginError.permanent("no incoming call \(id) to reject")
         }
-        let code = min(max(status, 400), 699)
-        pending.transaction.respond(
-            pending.request.makeResponse(status: code, reason: "Rejected", toTag: call.dialogID.localTag),
-            at: clock.now)
-        end(id, trigger: "api", reason: "\(code)")
+        perform(calls[id]?.machine.handle(.reject(status: status, reason: "Rejected"), at: clock.now) ?? [], call: id)
     }
 
-    /// A re-INVITE or UPDATE with an offer (RFC 3311 for UPDATE): 491 while our own INVITE is
-    /// out, 488 for an offer that does not parse, else our answer at the current hold state.
+    /// A re-INVITE or UPDATE with an offer (RFC 3311 for UPDATE): 491 while our own offer is
+    /// pending (not while we only wait out a glare timer), 500 with `Retry-After` while another
+    /// of theirs is, 488 for an offer that does not parse, else our answer at the current hold
+    /// state.
     private func remoteOffer(
         _ request: SIPMessage, call id: CallID, cseq: UInt32, reply: (SIPMessage) -> Void,
         transaction: ServerTransaction?
     ) async {
-        guard var call = calls[id], let transaction else { return }
-        let isInvite = request.method?.uppercased() == "INVITE"
-        if isInvite, call.inviteInFlight {
-            reply(request.makeResponse(status: 491, reason: "Request Pending"))
+        guard calls[id] != nil, let transaction else { return }
+        let method = request.method?.uppercased() ?? "INVITE"
+        if let call = calls[id], call.machine.ourOfferPending, let branch = call.outgoingInvite?.topViaBranch,
+            rejectedInvites.withLock({ $0.contains(branch) })
+        {
+            // Our INVITE's final non-2xx came (and was ACKed) before this request; the call has
+            // not taken it in yet, but our offer is no longer pending (§14.2): withdraw it.
+            calls[id]?.offerAnswer.rollback()
+            withdrawOffer(id)
+        }
+        let verdict = calls[id]?.machine.handle(.remoteOffer(method: method), at: clock.now) ?? []
+        if case .refuseOffer(let status, let reason, let retryAfter)? = verdict.first {
+            var refusal = request.makeResponse(status: status, reason: reason)
+            if let retryAfter { refusal.headers.add("Retry-After", "\(retryAfter)") }
+            reply(refusal)
             return
         }
-        guard dialogs.modify(call.dialogID, { _ = $0.accept(request: request, cseq: cseq) }) != nil else { return }
+        guard dialogs.modify(calls[id]!.dialogID, { _ = $0.accept(request: request, cseq: cseq) }) != nil,
+            var call = calls[id]
+        else {
+            remoteOfferSettled(id)
+            return
+        }
         do {
             try call.offerAnswer.received(
                 offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch OfferAnswerError.offerPending {
+            remoteOfferSettled(id)
             reply(request.makeResponse(status: 491, reason: "Request Pending"))
             return
         } catch {
+            remoteOfferSettled(id)
             logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here"))
             return
         }
-        call.inviteInFlight = isInvite || call.inviteInFlight
         calls[id] = call
         guard let flow = transport else {
             refuse(request, call: id, status: 500, reason: "No Flow") { response, _ in reply(response) }
@@ -165,7 +190,7 @@ extension SIPUserAgent {
     ) async {
         guard let call = calls[id], case .remoteOfferReceived(let offer) = call.offerAnswer.state else { return }
         let isInvite = request.method?.uppercased() == "INVITE"
-        let hold = !call.holdReasons.isEmpty
+        let hold = call.isHeldHere
         let sections: [SessionDescription.Media]
         do {
             sections = try await call.media.describe(
@@ -189,10 +214,9 @@ extension SIPUserAgent {
         ok.headers.add("Content-Type", "application/sdp")
         ok.body = Array(answer.serialized().utf8)
         current.phase = current.confirmedPhase
-        current.inviteInFlight = false
         if isInvite { current.awaitingAck = request.cseq?.number }
         calls[id] = current
-        offerSlotFreed(id)
+        remoteOfferSettled(id)
         respond(ok, clock.now)
         if let negotiated { try? await current.media.negotiated(negotiated) }
         report(id, trigger: "remote")
@@ -209,7 +233,7 @@ extension SIPUserAgent {
         guard let call = calls[id] else { return }
         calls[id]?.offerAnswer = SDPOfferAnswer(sessionID: call.offerAnswer.sessionID)
         respond(request.makeResponse(status: status, reason: reason), clock.now)
-        if request.method?.uppercased() == "INVITE" { offerSlotFreed(id) }
+        remoteOfferSettled(id)
     }
 
     /// Resends our 2xx on the lent clock until `awaitingAck` clears; no ACK by 64×T1 ends the

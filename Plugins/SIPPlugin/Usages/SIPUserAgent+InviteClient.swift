@@ -1,3 +1,5 @@
+internal import Synchronization
+
 /// The call layer's side of an INVITE client transaction: it reads the transaction's events,
 /// ACKs every 2xx end to end (RFC 3261 §13.2.2.4) and hears the provisional that lets a
 /// waiting CANCEL go.
@@ -8,14 +10,21 @@ extension SIPUserAgent {
     func runInvite(_ invite: SIPMessage, call id: CallID, over flow: SIPTransport) async -> SIPMessage? {
         let (events, sink) = AsyncStream.makeStream(of: InviteClientEvent.self)
         let (table, timers, clock) = (self.table, self.timers, self.clock)
-        Task {
-            await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
+        let branch = invite.topViaBranch ?? ""
+        Task { [weak self] in
+            let agent = self
+            await runInviteTransaction(
+                invite, over: flow, table: table, timers: timers, clock: clock, events: sink,
+                onRejected: { _ in agent?.rejectedInvites.withLock { _ = $0.insert(branch) } })
         }
         var iterator = events.makeAsyncIterator()
         defer { cancelling[id] = nil }
         while let event = await iterator.next() {
             switch event {
             case .provisional(let response):
+                let early = CallInput.provisional(
+                    toTag: response.tag(in: "To"), supportsReplaces: response.offersReplaces)
+                _ = calls[id]?.machine.handle(early, at: clock.now)
                 provisionalArrived(id)
                 if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
@@ -48,6 +57,7 @@ extension SIPUserAgent {
         reporting event: @Sendable (ContinuousClock.Instant) -> CallEvent
     ) async -> SIPMessage? {
         let final = await runInvite(invite, call: id, over: flow)
+        if let branch = invite.topViaBranch { rejectedInvites.withLock { _ = $0.remove(branch) } }
         calls[id]?.outgoingInvite = nil
         let offer = calls[id]?.offerInFlight
         calls[id]?.offerInFlight = nil

@@ -17,8 +17,9 @@ extension SIPUserAgent {
     /// an UPDATE instead (RFC 3311: the same offer and target refresh, no ACK round). The answer is reported with trigger
     /// `network`, the downtime of `loss`, the re-INVITE's round trip and the recovery time.
     ///
-    /// A call that lived through `loss` for longer than ``callSurvivalBudget`` is ended with BYE
-    /// instead (reported ended, trigger and reason `outage`, with its downtime).
+    /// A call that lived through `loss` for longer than the survival budget (`budget`, the
+    /// policy's `call-survival-budget` from the action's context; else ``callSurvivalBudget``) is
+    /// ended with BYE instead (reported ended, trigger and reason `outage`, with its downtime).
     ///
     /// An outgoing call still ringing is rung again from the new address instead (see
     /// `recoverEarly(_:path:)`).
@@ -34,27 +35,28 @@ extension SIPUserAgent {
     ///   - id: the call.
     ///   - path: the path now; the flow and the media address come from it.
     ///   - loss: the last loss of the path (`PluginContext.lastPathLoss`), nil for none.
-    public func reinvite(_ id: CallID, path: NetworkPath, after loss: Range<ContinuousClock.Instant>? = nil)
-        async throws
-    {
+    public func reinvite(
+        _ id: CallID, path: NetworkPath, after loss: Range<ContinuousClock.Instant>? = nil, budget: Duration? = nil
+    ) async throws {
         guard let call = calls[id], call.phase != .ended else { throw PluginError.permanent("no call \(id)") }
         guard call.dialogID.remoteTag != nil else { return try await recoverEarly(id, path: path) }
         let started = clock.now
-        if try await endIfOutlivedBudget(id, loss: loss, path: path) { return }
-        let downtime = CallSurvival.downtime(of: loss, createdAt: call.createdAt, survivedUntil: call.survivedUntil)
-        if downtime != nil { calls[id]?.survivedUntil = loss?.upperBound }
+        if try await endIfOutlivedBudget(id, loss: loss, path: path, budget: budget) { return }
+        let verdict = calls[id]?.machine.handle(
+            .pathReturned(loss: loss, budget: budget ?? callSurvivalBudget), at: started)
+        guard case .recover(let downtime)? = verdict?.first else { throw PluginError.permanent("call \(id) ended") }
         let flow = try await flow(for: path)
-        await settlePendingOffer(id, toward: flow, hold: !call.holdReasons.isEmpty)
+        await settlePendingOffer(id, toward: flow, hold: call.isHeldHere)
         try Task.checkCancellation()
         guard let settled = calls[id] else { throw PluginError.permanent("call \(id) ended") }
-        let hold = !settled.holdReasons.isEmpty
+        let hold = settled.isHeldHere
         if settled.lastRecovery?.covers(flow: flow, hold: hold, lossEnded: loss?.upperBound) == true {
             logger.info("sip.call-reinvite-coalesced", metadata: ["call": "\(id)", "address": "\(flow.localHost)"])
             return
         }
         let since = downtime != nil ? (loss?.upperBound ?? started) : started
         let recovery = CallRecovery(downtime: downtime, since: since)
-        if settled.peerAllowsUpdate {
+        if settled.machine.peerAllowsUpdate {
             try await sendUpdate(id, over: flow, hold: hold, recovery: recovery)
         } else {
             try await sendInvite(id, over: flow, hold: hold, recovery: recovery)
@@ -62,24 +64,29 @@ extension SIPUserAgent {
     }
 
     /// Ends the call with BYE when it lived through `loss` for longer than the survival budget
-    /// (reported ended by the outage, with the downtime); true when it did.
-    public func endIfOutlivedBudget(_ id: CallID, loss: Range<ContinuousClock.Instant>?, path: NetworkPath)
-        async throws -> Bool
-    {
-        guard let call = calls[id], call.phase != .ended,
-            let downtime = CallSurvival.exceeded(
-                loss: loss, createdAt: call.createdAt, survivedUntil: call.survivedUntil, budget: callSurvivalBudget)
+    /// (`budget`, else the agent's ``callSurvivalBudget``), reported ended by the outage with the
+    /// downtime; true when it did. A loss it survives is left for the recovery to count.
+    public func endIfOutlivedBudget(
+        _ id: CallID, loss: Range<ContinuousClock.Instant>?, path: NetworkPath, budget: Duration? = nil
+    ) async throws -> Bool {
+        let budget = max(budget ?? callSurvivalBudget, .zero)
+        guard let call = calls[id], call.phase != .ended else { return false }
+        var trial = call.machine
+        guard
+            case .end(let trigger, let reason, let downtime)? = trial.handle(
+                .pathReturned(loss: loss, budget: budget), at: clock.now
+            ).first
         else { return false }
+        calls[id]?.machine = trial
         logger.notice(
             "sip.call-outlived-budget",
-            metadata: ["call": "\(id)", "downtime": "\(downtime)", "budget": "\(callSurvivalBudget)"])
+            metadata: ["call": "\(id)", "downtime": "\(downtime ?? .zero)", "budget": "\(budget)"])
         guard call.dialogID.remoteTag != nil else {
-            end(id, trigger: "outage", reason: "outage", downtime: downtime)
+            end(id, trigger: trigger, reason: reason, downtime: downtime)
             return true
         }
         try await bye(
-            id, call: call, flow: try await flow(for: path), trigger: "outage", reason: "outage",
-            downtime: downtime)
+            id, call: call, flow: try await flow(for: path), trigger: trigger, reason: reason, downtime: downtime)
         return true
     }
 }

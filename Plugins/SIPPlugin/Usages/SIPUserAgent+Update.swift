@@ -8,17 +8,14 @@ internal import ResilienceCore
 /// listed it in the `Allow` of its last INVITE or 2xx, and a re-INVITE otherwise; holds and
 /// resumes always re-INVITE (every peer supports it, and an app reads a hold as a re-INVITE).
 /// Only one offer/answer runs per dialog: an UPDATE takes the same slot as a re-INVITE
-/// (`inviteInFlight`), and the far end's offer meanwhile is answered 491.
+/// (``CallMachine/offerSlot``), and the far end's offer meanwhile is answered 491.
 extension SIPUserAgent {
     /// Sends an UPDATE with an offer and takes in the answer: 491 retried after ``GlareWait``
     /// (bounded), 481/408 end the call (reported lost, no BYE), any other failure keeps the old
     /// session (the offer is rolled back, RFC 6141).
     func sendUpdate(_ id: CallID, over flow: SIPTransport, hold: Bool, recovery: CallRecovery?) async throws {
-        guard calls[id]?.inviteInFlight == false else {
-            throw PluginError("an offer/answer is already in progress in call \(id)")
-        }
-        calls[id]?.inviteInFlight = true
-        defer { offerSlotFreed(id) }
+        try takeOfferSlot(id, method: "UPDATE")
+        defer { withdrawOffer(id) }
         var generator = SystemRandomNumberGenerator()
         for glareRetries in 0...GlareWait.maximumRetries {
             let (call, offer) = try await makeOffer(id, over: flow, hold: hold)
@@ -63,7 +60,7 @@ extension SIPUserAgent {
             case 491 where glareRetries < GlareWait.maximumRetries:
                 let wait = GlareWait.duration(ownsCallID: call.isOutgoing, using: &generator)
                 logger.notice("sip.call-glare", metadata: ["call": "\(id)", "wait": "\(wait)", "method": "UPDATE"])
-                try await clock.sleep(until: clock.now + wait, tolerance: nil)
+                try await waitOutGlare(id, method: "UPDATE", wait: wait)
             case 481, 408:
                 end(id, trigger: "remote", reason: "\(status)")
                 throw Self.failure(response, "UPDATE")
