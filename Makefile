@@ -5,19 +5,24 @@
 #               and build the DocC documentation with warnings as errors
 #   make fuzz   run each fuzz target for FUZZ_SECONDS (default 300)
 # Operators:
-#   make install        netres in $(PREFIX)/bin, its man page and bash/zsh/fish completions
+#   make install        netres in $(PREFIX)/bin, its systemd unit, its man page and bash/zsh/fish
+#                       completions, from one release build
 #   make install-docs   only the man page and completions (`man netres` works after it)
+#   make install-unit   only the systemd unit, ExecStart=$(PREFIX)/bin/netres, in $(UNITDIR)
 SWIFT ?= swift
 FORMAT_PATHS = Package.swift Sources Plugins Tests Benchmarks Fuzz
 FUZZ_SECONDS ?= 300
 FUZZ_CI_SECONDS ?= 20
 PREFIX ?= /usr/local
 DESTDIR ?=
+# systemd reads units from /usr/lib/systemd/system and /usr/local/lib/systemd/system alike.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 # Every public module; a broken symbol link or a stale example fails `make docs`.
 DOC_TARGETS = ResilienceCore ResilienceRules ResiliencePolicyFile ResilienceRuntime ResilienceTesting \
 	NetlinkMonitor SIPPlugin HTTPGate NetworkLab
 
-.PHONY: run test deps-run deps-test deps-install build lint docs bench fuzz install install-docs clean
+.PHONY: run test deps-run deps-test deps-install build lint docs bench fuzz install install-docs install-docs-from \
+	install-unit clean
 
 run: deps-run
 	$(SWIFT) build -c release --product netres
@@ -56,17 +61,33 @@ fuzz: deps-run
 install: deps-install
 	$(SWIFT) build -c release --product netres
 	install -D -m 0755 .build/release/netres $(DESTDIR)$(PREFIX)/bin/netres
-	$(MAKE) install-docs NETRES=.build/release/netres CONFIGURATION=release
+	$(MAKE) install-unit
+	$(MAKE) install-docs-from NETRES=.build/release/netres
 
-# The man page comes from swift-argument-parser's generate-manual plugin, the completions from
-# `netres --generate-completion-script`: both from the same parser as `netres --help`.
+# The unit of examples/netres.service with ExecStart under PREFIX (the example names the default,
+# /usr/local/bin/netres); `systemd-analyze verify` passes on it for PREFIX=/usr and /usr/local
+# (SystemdUnitTests).
+install-unit:
+	mkdir -p $(DESTDIR)$(UNITDIR)
+	sed 's|^ExecStart=/usr/local/bin/netres |ExecStart=$(PREFIX)/bin/netres |' examples/netres.service \
+		> $(DESTDIR)$(UNITDIR)/netres.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/netres.service
+	grep -q '^ExecStart=$(PREFIX)/bin/netres ' $(DESTDIR)$(UNITDIR)/netres.service
+
+# The man page comes from swift-argument-parser's generate-manual tool, the completions from
+# `netres --generate-completion-script`: both from the same parser as `netres --help`. The tool is
+# run on the netres just built: its `generate-manual` plugin would build every product of the
+# package once more in release mode.
 NETRES ?= .build/debug/netres
-CONFIGURATION ?= debug
 install-docs: deps-install
-	$(SWIFT) build -c $(CONFIGURATION) --product netres
-	$(SWIFT) package --disable-sandbox plugin generate-manual --configuration $(CONFIGURATION)
-	install -D -m 0644 .build/plugins/GenerateManual/outputs/ResilienceCLI/netres.1 \
-		$(DESTDIR)$(PREFIX)/share/man/man1/netres.1
+	$(SWIFT) build --product netres
+	$(MAKE) install-docs-from NETRES=.build/debug/netres
+
+install-docs-from:
+	$(SWIFT) build --product generate-manual
+	mkdir -p .build/manual
+	.build/debug/generate-manual $(NETRES) --output-directory .build/manual
+	install -D -m 0644 .build/manual/netres.1 $(DESTDIR)$(PREFIX)/share/man/man1/netres.1
 	mkdir -p $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 	$(NETRES) --generate-completion-script bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/netres

@@ -179,6 +179,8 @@ let package = Package(
                 "ChildProcesses", "NetlinkMonitor", "NetworkLab", "ResilienceCore", "ResilienceDaemon",
                 "ResilienceTesting", log,
             ],
+            // The sipp scenarios are read through #filePath (CallFaultLab), not bundled.
+            exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
         .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
@@ -208,6 +210,8 @@ let package = Package(
             dependencies: [
                 "ChildProcesses", "NetworkLab", "SIPPlugin", "ResilienceCore", "ResilienceDaemon", "ResilienceRuntime",
                 "ResilienceTesting", log, lifecycle, metrics, .product(name: "NIOCore", package: "swift-nio"),
+                // The SIP article's example imports the umbrella, as an app does.
+                "NetResilience",
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // ByteToMessageDecoderVerifier for the stream decoder.
                 .product(name: "NIOTestUtils", package: "swift-nio"),
@@ -216,6 +220,17 @@ let package = Package(
             ],
             // The Kamailio config template is read through #filePath, not bundled.
             exclude: ["Resources"],
+            swiftSettings: strictSettings
+        ),
+        // Every Swift block of README.md and the DocC articles, compiled; a test fails when a block
+        // and its copy drift (DocBlocks.swift). Blocks that are whole tests run in their module's suite.
+        .testTarget(
+            name: "DocumentationTests",
+            dependencies: [
+                "NetResilience", "ResilienceCore", "ResilienceRules", "ResilienceRuntime", "ResiliencePolicyFile",
+                "HTTPGate", "SIPPlugin", "ResilienceTesting", "NetworkLab", log, lifecycle,
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,3 +1,4 @@
+import Foundation
 public import Glibc
 
 extension NetworkLab {
@@ -21,7 +22,7 @@ extension NetworkLab {
         guard let ip = LabCommand.ip, let program = argv.first else {
             throw error(.invalidRequest, "nothing to run")
         }
-        let resolved = program.hasPrefix("/") ? program : (LabCommand.executable(program) ?? program)
+        let resolved = try executableFile(program)
         return try await LabCommand.run(
             [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), timeout: timeout, seed: seed)
     }
@@ -37,12 +38,32 @@ extension NetworkLab {
         guard let ip = LabCommand.ip, let program = argv.first else {
             throw error(.invalidRequest, "nothing to start")
         }
-        let resolved = program.hasPrefix("/") ? program : (LabCommand.executable(program) ?? program)
+        let resolved = try executableFile(program)
         let pid = try ChildProcessLauncher.spawn(
             [ip, "netns", "exec", host.namespace, resolved] + argv.dropFirst(), output: output,
             errors: errors, environment: environment)
         children.append(pid)
         return pid
+    }
+
+    /// `program` as a host starts it: a path as given, a bare name from the system folders or
+    /// `PATH`. A host shares this process's file system, so what is missing here is missing there.
+    /// - Throws: ``NetworkLabError/Code/invalidRequest`` naming the program when it is no
+    ///   executable file, before anything starts (a missing client binary fails the test at once).
+    func executableFile(_ program: String) throws -> String {
+        let searchPath = (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map {
+            "\($0)/\(program)"
+        }
+        let resolved =
+            program.contains("/")
+            ? program
+            : LabCommand.executable(program) ?? searchPath.first { FileManager.default.isExecutableFile(atPath: $0) }
+        guard let resolved, FileManager.default.isExecutableFile(atPath: resolved) else {
+            throw error(
+                .invalidRequest, "cannot start \(program): no executable file by that name (build it, or give its path)"
+            )
+        }
+        return resolved
     }
 
     /// Stops a process ``spawn(in:_:output:errors:environment:)`` started (SIGTERM, SIGKILL to its group after 3 s).

@@ -6,7 +6,9 @@ import NetworkLab
 /// `client`, the timeline; then prints what happened, faults and the registrar's view, in time order.
 ///
 /// Invariants: the lab is shut down on every path; the command runs at most the scenario's duration
-/// (then SIGTERM, SIGKILL after 3 s); timeline steps start at their instants, concurrently.
+/// (then SIGTERM, SIGKILL after 3 s); timeline steps start at their instants, concurrently; the
+/// timeline is printed and the command's status returned whichever ends first, the command or
+/// the timeline (steps not yet played when the command ends are cancelled and not played).
 struct LabPlayer {
     var scenario: LabScenario
     var command: [String]
@@ -46,14 +48,40 @@ struct LabPlayer {
             "NETLAB_SEED": "\(lab.seed)",
         ]) { $1 }
         let pid = try await lab.spawn(in: client, command, output: nil, environment: environment)
+        let status: Int32
+        do {
+            status = try await play(
+                scenario.steps, lab: lab, links: links, pid: pid, registrar: registrar, elsewhere: elsewhere)
+        } catch {
+            // A step the lab could not play: what happened until then is still shown.
+            await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
+            throw error
+        }
+        await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return code
+    }
+
+    /// Plays the steps while the command runs; the command's raw wait status, or 0 when the
+    /// scenario's duration stopped it.
+    private func play(
+        _ steps: [LabStep], lab: NetworkLab, links: [String: LabLink], pid: pid_t, registrar: LabRegistrar?,
+        elsewhere: LabHost?
+    ) async throws -> Int32 {
         let first = links[scenario.links[0].name]!
-        let status = try await withThrowingTaskGroup(of: Int32?.self) { group in
-            for step in scenario.steps {
+        return try await withThrowingTaskGroup(of: Int32?.self) { group in
+            for step in steps {
                 group.addTask {
-                    try await Task.sleep(for: step.at)
-                    try await play(
-                        step, lab: lab, link: step.link.flatMap { links[$0] } ?? first, links: links,
-                        registrar: registrar, elsewhere: elsewhere)
+                    // A step still waiting (or playing) when the command ends is cancelled: that
+                    // ends the step, never the report.
+                    do {
+                        try await Task.sleep(for: step.at)
+                        try await play(
+                            step, lab: lab, link: step.link.flatMap { links[$0] } ?? first, links: links,
+                            registrar: registrar, elsewhere: elsewhere)
+                    } catch  where Task.isCancelled {
+                        return nil
+                    }
                     return nil
                 }
             }
@@ -75,9 +103,6 @@ struct LabPlayer {
             }
             return status
         }
-        await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
-        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return code
     }
 
     private func play(

@@ -46,7 +46,11 @@ extension ResilienceCommand {
             abstract: "Bring a lab up from a scenario, run COMMAND in its client host, play the fault timeline.",
             discussion: """
                 The command sees NETLAB_REGISTRAR (the registrar's address), NETLAB_INTERFACES and NETLAB_SEED.
-                Exit status: the command's, 1 for a bad scenario, 2 when the lab fails.
+                The run ends when the command exits or the scenario's duration is over (the command is then \
+                stopped), whichever comes first; steps not played by then are dropped. Either way the whole \
+                report (the timeline of faults and the registrar's requests, its bindings at the end) is printed.
+                Exit status: the command's (0 when the duration stopped it), 1 for a bad scenario, 2 when the \
+                lab fails.
                 """
         )
 

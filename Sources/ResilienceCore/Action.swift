@@ -49,6 +49,17 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     /// only when the plugin lists them in `localActions`.
     public var isLocal: Bool { Self.local.contains(self) }
 
+    /// Steps the default policy plans around a new address's `register` that only a stack with
+    /// transports or contact bindings of its own has anything to do for: closing transports bound
+    /// to the vanished address, removing the old Contact's binding. An optional step that no
+    /// plugin performs for a service is skipped (the executor reports it `skipped`, not failed)
+    /// and the service's next action starts, so a plugin performs only the kinds it has a use
+    /// for. Every other action no plugin performs fails permanently.
+    public static let optionalSteps: Set<ActionKind> = [.closeStaleTransports, .unregisterOldContact]
+
+    /// Whether this is an optional step (see ``optionalSteps``).
+    public var isOptionalStep: Bool { Self.optionalSteps.contains(self) }
+
     /// The actions the default policy knows, in a stable order.
     public static let builtIn: [ActionKind] = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,

@@ -19,7 +19,8 @@ public protocol ResiliencePlugin: Service {
 
     /// The one routing question: does this plugin carry out `kind` for `service`? The executor
     /// gives each planned action to the first plugin (in registration order) that answers yes;
-    /// an action no plugin performs fails permanently. The answer must not change while an
+    /// an action no plugin performs fails permanently (an ``ActionKind/optionalSteps`` kind is
+    /// skipped instead), and the service's next action starts. The answer must not change while an
     /// action of that service runs, and must not block (no I/O).
     func performs(_ kind: ActionKind, for service: ServiceID) -> Bool
 

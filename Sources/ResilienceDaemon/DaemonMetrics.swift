@@ -21,6 +21,10 @@ import Synchronization
 ///   call instruments into ``factory`` (`netres_calls_recovered`, `netres_calls_lost` by
 ///   `reason`, the `netres_call_recovery` histogram, with the long buckets here).
 ///
+/// Every series named here is served from the start, at zero (the histograms empty), and so is
+/// `netres_actions` for each SIP action kind with outcome `succeeded` and `failed`; other
+/// outcomes and the per-kind latency and duration histograms appear when first recorded.
+///
 /// Names are swift-metrics labels with dots, written with underscores for Prometheus.
 public final class DaemonMetrics: Sendable {
     public let registry: PrometheusCollectorRegistry
@@ -40,10 +44,32 @@ public final class DaemonMetrics: Sendable {
         ]
         self.registry = registry
         self.factory = factory
-        // Served from the start, empty: an operator sees the histograms before the first recovery.
+        // Served from the start, at zero: a dashboard or an alert on any of them sees 0, not "no
+        // data", before the first event. The executor's `netres_actions` appear per action kind
+        // as the first action of that kind ends.
         _ = timer("netres.recovery")
         _ = timer("netres.path.downtime")
+        for kind in ["initial", "lost", "restored", "changed"] { _ = counter("netres.transitions", [("kind", kind)]) }
+        for outcome in Self.registrationOutcomes { _ = counter("netres.registrations", [("outcome", outcome)]) }
+        _ = counter("netres.flows.lost", [])
+        for state in Self.callStates { _ = counter("netres.call.events", [("state", state.rawValue)]) }
+        // The executor's counter for the daemon's one plugin (its id is "sip"): each SIP action's
+        // successes and permanent failures, the pair alerts compare.
+        for kind in SIPPlugin.actions.sorted() {
+            for outcome in ["succeeded", "failed"] {
+                _ = counter("netres.actions", [("plugin", "sip"), ("kind", kind.rawValue), ("outcome", outcome)])
+            }
+        }
     }
+
+    /// The outcomes a register or refresh can end with, as `netres_registrations` labels them.
+    static let registrationOutcomes = [
+        ActionOutcome.succeeded, .failed(PluginError("")), .retrying(at: nil, error: PluginError("")), .cancelled,
+        .superseded, .timedOut,
+    ].map(\.label)
+
+    /// Every state `netres_call_events` counts.
+    static let callStates: [CallPhase] = [.outgoing, .incoming, .active, .held, .remotelyHeld, .ended]
 
     /// Counts one call event of the SIP plugin (its recoveries and losses it counts itself).
     public func observe(call event: CallEvent) {

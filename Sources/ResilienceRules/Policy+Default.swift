@@ -27,7 +27,7 @@ extension Policy {
             note: "finish pending requests, then close; refuse new ones until foreground"),
     ]
 
-    /// The default reactions (DESIGN.md "Typical consequences of the default policy").
+    /// The default reactions (ARCHITECTURE.md, "Typical consequences of the default policy").
     public static let defaultRules: [Rule] = {
         let restore: [TriggerPattern] = [.named("network.restored"), .named("network.changed")]
         let newAddress: [TriggerPattern] = [

@@ -5,7 +5,8 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
     /// The plugin was handed the action.
     case started
     case succeeded
-    /// A permanent failure (`PluginError/isRetryable` false, or no plugin handles the action).
+    /// A permanent failure (`PluginError/isRetryable` false, or no plugin performs the action and
+    /// it is not an optional step).
     case failed(PluginError)
     /// A retryable failure; the next attempt starts at the instant, or when the path is restored
     /// (`nil`): nothing is retried while the path is unsatisfied.
@@ -16,6 +17,10 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
     case superseded
     /// Ran past its deadline and was cancelled (a retry follows, reported as `retrying`).
     case timedOut
+    /// Not carried out, and not a failure: no plugin performs this optional step
+    /// (`ActionKind.optionalSteps`, e.g. `close-stale-transports`) for the service, whose
+    /// stack has nothing the step would act on. The service's next action starts at once.
+    case skipped
 
     /// A short metric and log label: `started`, `succeeded`, `failed`, `retrying`, ...
     public var label: String {
@@ -27,6 +32,7 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
         case .cancelled: "cancelled"
         case .superseded: "superseded"
         case .timedOut: "timed-out"
+        case .skipped: "skipped"
         }
     }
 

@@ -45,30 +45,36 @@ extension ActionExecutor {
 
     /// Starts the service's next action if nothing runs, the path allows it, its retry time has
     /// come and its prerequisites are done (see `Slot.blocks`); otherwise arranges to be called again.
+    ///
+    /// An action that never reaches a plugin (no plugin performs it: failed, or skipped for an
+    /// ``ResilienceCore/ActionKind/optionalSteps`` kind) ends at once, so the loop goes on with the
+    /// service's next action: nothing queued behind it is left waiting for a call that never comes.
+    /// Each turn removes one pending action, so the loop ends within the pending list's length.
     func tryStart(_ id: ServiceID) {
-        guard var slot = slots[id], slot.running == nil, let next = slot.pending.first else { return }
-        if isHeld(next) { return }  // networkChanged(restored) calls again
-        let now = clock.now
-        if let notBefore = next.notBefore, notBefore > now {
-            if slot.retryTimer == nil {
-                slot.retryTimer = Task { [clock] in
-                    guard (try? await clock.sleep(until: notBefore, tolerance: nil)) != nil else { return }
-                    self.retryDue(id, at: notBefore)
+        while var slot = slots[id], slot.running == nil, let next = slot.pending.first {
+            if isHeld(next) { return }  // networkChanged(restored) calls again
+            let now = clock.now
+            if let notBefore = next.notBefore, notBefore > now {
+                if slot.retryTimer == nil {
+                    slot.retryTimer = Task { [clock] in
+                        guard (try? await clock.sleep(until: notBefore, tolerance: nil)) != nil else { return }
+                        self.retryDue(id, at: notBefore)
+                    }
+                    slots[id] = slot
                 }
-                slots[id] = slot
-            }
-            return
-        }
-        for prerequisite in next.action.after where prerequisite != id {
-            if let other = slots[prerequisite], other.blocks(next) {
-                dependents[prerequisite, default: []].insert(id)
                 return
             }
+            for prerequisite in next.action.after where prerequisite != id {
+                if let other = slots[prerequisite], other.blocks(next) {
+                    dependents[prerequisite, default: []].insert(id)
+                    return
+                }
+            }
+            slot.pending.removeFirst()
+            slot.retryTimer = nil
+            slot.running = start(next, at: now)
+            store(slot, for: id)
         }
-        slot.pending.removeFirst()
-        slot.retryTimer = nil
-        slot.running = start(next, at: now)
-        store(slot, for: id)
     }
 
     func retryDue(_ id: ServiceID, at instant: ContinuousClock.Instant) {
@@ -86,7 +92,13 @@ extension ActionExecutor {
     private func start(_ queued: Queued, at now: ContinuousClock.Instant) -> Running? {
         let action = queued.action
         guard let plugin = route(action) else {
-            report(queued, .failed(PluginError.permanent("no plugin performs \(action.kind) for \(action.service)")))
+            if action.kind.isOptionalStep {
+                report(queued, .skipped, at: now)
+            } else {
+                report(
+                    queued, .failed(PluginError.permanent("no plugin performs \(action.kind) for \(action.service)")),
+                    at: now)
+            }
             return nil
         }
         nextToken += 1
@@ -253,7 +265,7 @@ extension ActionExecutor {
             metrics.count(plugin: route(queued.action)?.id ?? "none", kind: queued.action.kind, outcome: outcome)
         }
         switch outcome {
-        case .started, .succeeded, .superseded:
+        case .started, .succeeded, .superseded, .skipped:
             if logger.logLevel <= .debug { log(event, level: .debug) }
         case .cancelled, .retrying, .timedOut:
             log(event, level: .info)

@@ -6,7 +6,7 @@ public import ResilienceRules
 /// Carries out planned actions through plugins: in order, once, without storms, and never
 /// against a dead network.
 ///
-/// Invariants (DESIGN.md, "Executor rules"):
+/// Invariants (ARCHITECTURE.md, "Executor rules"):
 /// - Per service, at most one action runs and at most one *decision* is pending. A pending
 ///   decision is the list of that service's actions from one ``submit(_:epoch:)`` batch, run in
 ///   order; a newer batch for the service replaces it, and the replaced actions are reported
@@ -32,6 +32,9 @@ public import ResilienceRules
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
 /// - Local actions (`ActionKind/isLocal`, or in their plugin's `localActions`) are the
 ///   exception: they start and retry while the path is unsatisfied, and a loss does not cancel them.
+/// - An action no plugin performs never holds up the service: it is reported `failed`, or
+///   `skipped` when its kind is one of `ActionKind.optionalSteps`, and the service's next action
+///   starts (its dependents are released) at once.
 /// - Every attempt has a deadline (`Configuration.actionTimeout`) and every outcome is observable
 ///   through ``events()``, the `onEvent` sink, logs and metrics.
 public actor ActionExecutor {
@@ -128,7 +131,9 @@ public actor ActionExecutor {
 
     /// - Parameters:
     ///   - plugins: each action goes to the first plugin that `ResiliencePlugin.performs(_:for:)`
-    ///     its kind for its service; an action no plugin performs fails permanently.
+    ///     its kind for its service; an action no plugin performs fails permanently, unless its
+    ///     kind is one of `ActionKind.optionalSteps` (then it is skipped); either way the
+    ///     service's next action starts.
     ///   - clock: every deadline, backoff and latency is measured on it.
     ///   - configuration: backoff, timeout, jitter seed and metrics.
     ///   - path: the path at start; actions wait for it when unsatisfied.

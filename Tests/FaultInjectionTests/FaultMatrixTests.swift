@@ -16,8 +16,8 @@ import Testing
 ///
 /// Suspended cells follow the platform: foreground → background → suspended, then the fault, then
 /// a resume (`netres ctl state background`, which reports `resumed`). By policy a suspended app
-/// runs nothing until it resumes (DESIGN.md: `resumed` resyncs and refreshes), so those cells
-/// converge after the resume, not before.
+/// runs nothing until it resumes (ARCHITECTURE.md, "Typical consequences of the default policy":
+/// `resumed` refreshes), so those cells converge after the resume, not before.
 ///
 /// The `call` column is the foreground with a call the UDP account placed to sipp before the
 /// fault (``FaultMatrixCall``): it must end active, re-INVITEd once after the REGISTER when the

@@ -68,6 +68,39 @@ struct LabCommandTests {
         #expect(!output.contains("198.18.1.2/24"), "the address had changed before the command looked")
     }
 
+    /// A command that ends while steps still wait: the steps are dropped, the report is whole
+    /// and the status is the command's (it once ended in `Error: CancellationError()`, exit 1).
+    @Test func aCommandEndingBeforeTheTimelineGetsTheWholeReportAndItsOwnStatus() async throws {
+        let file = try scenario(
+            """
+            links: [wifi]
+            duration: 40s
+            timeline:
+              - at 0s carrier-loss wifi for 200ms
+              - at 30s address-change
+            """)
+        defer { unlink(file) }
+        let (status, output) = try await netres(["lab", "run", file, "--", "/bin/sh", "-c", "sleep 2; exit 5"])
+        #expect(status == 5, "the command's exit status: \(output)")
+        #expect(output.contains("netres lab: timeline"), "\(output)")
+        #expect(output.contains("carrier-loss wifi for 0.2 seconds: end [iproute2]"))
+        #expect(!output.contains("address-change"), "the step after the command's end was not played")
+        #expect(!output.contains("CancellationError"))
+        let (_, help) = try await netres(["lab", "run", "--help"])
+        let words = help.split(whereSeparator: \.isWhitespace).joined(separator: " ")  // the help is wrapped
+        #expect(words.contains("whichever comes first") && words.contains("the whole report"), "\(help)")
+    }
+
+    /// A command that does not exist fails at once, naming it, before the timeline starts.
+    @Test func aMissingCommandFailsAtOnceNamingIt() async throws {
+        let file = try scenario("links: [wifi]\nduration: 40s\n")
+        defer { unlink(file) }
+        let missing = "/nonexistent/netres-\(UUID().uuidString)"
+        let (status, output) = try await netres(["lab", "run", file, "--", missing])
+        #expect(status == 2, "\(output)")
+        #expect(output.contains("cannot start \(missing)"), "\(output)")
+    }
+
     @Test func aKilledLabLeavesObjectsThatTheNextGarbageCollectionRemoves() async throws {
         let file = try scenario("registrar: \(LabRegistrar.isInstalled)\nlinks: [wifi]\nduration: 60s\n")
         defer { unlink(file) }

@@ -1,9 +1,11 @@
+// The example of the NetworkLab article, compiled and run as written (DocumentationTests checks that
+// the article shows this region): a client (here the built `netres run`) behind a carrier loss, an
+// address change and a registrar restart against Kamailio.
+// doc:begin Sources/NetworkLab/NetworkLab.docc/NetworkLab.md
 import Foundation
 import NetworkLab
 import Testing
 
-/// The example of the NetworkLab article, compiled and run as written: a client (here the built
-/// `netres run`) behind a carrier loss, an address change and a registrar restart against Kamailio.
 @Test(.enabled(if: NetworkLab.isSupported && LabRegistrar.isInstalled), .timeLimit(.minutes(2)))
 func clientStaysBoundThroughCarrierLossAddressChangeAndRegistrarRestart() async throws {
     try await withNetworkLab { lab in
@@ -19,7 +21,9 @@ func clientStaysBoundThroughCarrierLossAddressChangeAndRegistrarRestart() async 
         accounts: [{name: alice, registrar: \(registrar.address), domain: \(registrar.address), transport: tcp,
                     user: alice, password: secret-alice}]
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
+        // The client: $NETRES, else `netres` beside the test bundle (`swift build --product netres`).
+        // A missing one fails here at once: spawn throws naming it.
+        let netres = ProcessInfo.processInfo.environment["NETRES"] ?? Bundle.main.bundleURL.path + "/netres"
         try await lab.spawn(in: phone, [netres, "run", "--config", config], output: lab.directory + "/alice.log")
         @Sendable func boundOnceAtCurrentAddress() async throws -> Bool {
             let address = await lab.addresses(of: wifi).ipv4
@@ -34,3 +38,4 @@ func clientStaysBoundThroughCarrierLossAddressChangeAndRegistrarRestart() async 
         #expect(try await eventually(within: .seconds(20), boundOnceAtCurrentAddress))
     }
 }
+// doc:end

@@ -106,6 +106,21 @@ struct MetricsEndpointTests {
         #expect(text.contains(#"netres_recovery_bucket{le="+Inf"} 1"#))
     }
 
+    /// A dashboard or an alert on a counter sees 0 before the first event, not "no data".
+    @Test func everyCountedSeriesIsServedAtZeroBeforeAnythingHappens() {
+        let text = String(decoding: DaemonMetrics().exposition(), as: UTF8.self)
+        for series in [
+            "netres_flows_lost", #"netres_call_events{state="active"}"#, #"netres_call_events{state="ended"}"#,
+            #"netres_transitions{kind="lost"}"#, #"netres_transitions{kind="changed"}"#,
+            #"netres_registrations{outcome="failed"}"#, #"netres_registrations{outcome="succeeded"}"#,
+            "netres_recovery_count", "netres_path_downtime_count",
+            #"netres_actions{plugin="sip",kind="register",outcome="failed"}"#,
+            #"netres_actions{plugin="sip",kind="subscribe",outcome="succeeded"}"#,
+        ] {
+            #expect(Self.sample(text, series) == 0, "\(series) at start:\n\(text)")
+        }
+    }
+
     @Test func theEndpointAnswersOnlyMetrics() async throws {
         let endpoint = MetricsEndpoint(config: MetricsConfig(port: 0), metrics: DaemonMetrics(), logger: Self.logger)
         let group = ServiceGroup(services: [endpoint], logger: Self.logger)

@@ -55,6 +55,36 @@ struct SystemdUnitTests {
         #expect(found < 4.0, "\(line ?? "")")
     }
 
+    /// `make install-unit` (part of `make install`) writes the unit with `ExecStart` under the
+    /// install prefix, and systemd verifies it where it lands, for both usual prefixes: checked in
+    /// a throw-away root holding the system's own units and an executable at the prefix's
+    /// `bin/netres` (what `make install` puts there; its content does not matter to `verify`).
+    @Test(arguments: ["/usr", "/usr/local"])
+    func theInstalledUnitStartsTheInstalledNetresAndVerifies(prefix: String) throws {
+        let make = try #require(
+            ["/usr/bin/make", "/bin/make"].first { FileManager.default.isExecutableFile(atPath: $0) }, "needs make")
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("netres-root-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let units = root + "/usr/lib/systemd/system"
+        try FileManager.default.createDirectory(atPath: units, withIntermediateDirectories: true)
+        for unit in try FileManager.default.contentsOfDirectory(atPath: "/usr/lib/systemd/system") {
+            try? FileManager.default.copyItem(atPath: "/usr/lib/systemd/system/" + unit, toPath: units + "/" + unit)
+        }
+        let repository = Self.example.deletingLastPathComponent().deletingLastPathComponent().path
+        let installed = try ChildProcess.run([
+            make, "-s", "-C", repository, "install-unit", "DESTDIR=\(root)", "PREFIX=\(prefix)",
+        ])
+        #expect(installed.exitCode == 0, "make install-unit: \(installed.output)\(installed.errors)")
+        let unit = "\(root)\(prefix)/lib/systemd/system/netres.service"
+        let text = try String(contentsOfFile: unit, encoding: .utf8)
+        #expect(text.contains("\nExecStart=\(prefix)/bin/netres run --config /etc/netres/netres.yaml\n"), "\(text)")
+        try FileManager.default.createDirectory(atPath: "\(root)\(prefix)/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "/bin/true", toPath: "\(root)\(prefix)/bin/netres")
+        let result = try analyze(["verify", "--root=\(root)", unit])
+        #expect(result.status == 0 && result.output.isEmpty, "systemd-analyze verify: \(result.output)")
+    }
+
     /// The unit gives `netres run` more time to stop than it may take: the manager's teardown
     /// deadline (5 s), then a running hook's default timeout (10 s) and its kill grace (2 s).
     @Test func theStopTimeoutCoversTheTeardownDeadline() throws {

@@ -92,7 +92,7 @@ struct DefaultPolicyTableTests {
         #expect(Fixtures.run(trigger, in: .suspended) == suspended, "suspended")
     }
 
-    /// The seed's service table (DESIGN.md), one line per service kind.
+    /// The seed's service table (ARCHITECTURE.md, "The service table"), one line per service kind.
     @Test(arguments: [
         (ServiceKind.registration, ServiceLevel.full, ServiceLevel.full),
         (.subscription(.reg), .full, .full),

@@ -1,10 +1,9 @@
-import Foundation
-// The code between the snippet markers is the article "Testing your plugin with the manager"
-// (Sources/ResilienceTesting/ResilienceTesting.docc/TestingYourPluginWithTheManager.md), character
-// for character: `theArticleShowsThisFilesCode` fails when the two differ.
-// snippet:begin
+// The article "Testing your plugin with the manager", compiled and run as a test; DocumentationTests
+// fails when the article's block and this region differ.
+// doc:begin Sources/ResilienceTesting/ResilienceTesting.docc/TestingYourPluginWithTheManager.md
 import Logging
 import ResilienceCore
+import ResilienceRules
 import ResilienceRuntime
 import ResilienceTesting
 import ServiceLifecycle
@@ -48,27 +47,30 @@ final class ChatPlugin: ResiliencePlugin {
     await group.triggerGracefulShutdown()
     try await running.value
 }
-// snippet:end
+// doc:end
 
-@Test func theArticleShowsThisFilesCode() throws {
-    let here = URL(fileURLWithPath: #filePath)
-    let root = here.deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    let article = try String(
-        contentsOf: root.appendingPathComponent(
-            "Sources/ResilienceTesting/ResilienceTesting.docc/TestingYourPluginWithTheManager.md"),
-        encoding: .utf8)
-    let source = try String(contentsOf: here, encoding: .utf8)
-    let snippet = try #require(source.between("// snippet:begin\n", and: "// snippet:end\n"))
-    let block = try #require(article.between("```swift\n", and: "```\n"))
-    #expect(block == snippet, "the article's code block and this file's snippet differ")
-}
+// doc:begin Sources/ResilienceTesting/ResilienceTesting.docc/TestingYourPluginWithTheManager.md
+@Test func aLossIsDecidedOnceTheHoldDownHasPassedOnTheManualClock() async throws {
+    let clock = ManualClock()
+    let network = ScriptedNetworkSource(clock: clock)  // the source stamps transitions on the same clock
+    var policy = Policy.default
+    policy.holdDown = .seconds(3)
+    let manager = ResilienceManager(source: network, policy: policy, plugins: [ChatPlugin()], clock: clock)
+    await manager.register(ClientService(id: "chat.session", kind: .registration, account: "me"))
+    let events = EventRecorder.recording(manager.events())
+    let group = ServiceGroup(services: [manager], logger: Logger(label: "test"))
+    let running = Task { try await group.run() }
+    try await events.wait("the first connection") { $0.contains { $0.action?.outcome == .succeeded } }
 
-extension String {
-    /// The text between the first `start` and the next `end`, without them.
-    fileprivate func between(_ start: String, and end: String) -> String? {
-        guard let open = range(of: start), let close = range(of: end, range: open.upperBound..<endIndex) else {
-            return nil
-        }
-        return String(self[open.upperBound..<close.lowerBound])
-    }
+    await network.lose(.noCarrier)
+    await clock.waitForSleepers(count: 1)  // the manager holds the loss: its hold-down timer sleeps
+    clock.advance(by: .seconds(2))
+    #expect(await manager.status().path.isSatisfied, "2 s into a 3 s hold-down the loss is not decided")
+    clock.advance(by: .seconds(1))
+    try await events.wait("the loss decided") { $0.contains { $0.decision?.trigger == .network(.lost(.noCarrier)) } }
+    #expect(!(await manager.status().path.isSatisfied))
+
+    await group.triggerGracefulShutdown()
+    try await running.value
 }
+// doc:end

@@ -35,6 +35,8 @@ extension SIPUserAgent {
     ///   - id: the call.
     ///   - path: the path now; the flow and the media address come from it.
     ///   - loss: the last loss of the path (`PluginContext.lastPathLoss`), nil for none.
+    ///   - budget: the policy's call survival budget from the action's context
+    ///     (`PluginContext.callSurvivalBudget`); nil falls back to ``callSurvivalBudget``.
     public func reinvite(
         _ id: CallID, path: NetworkPath, after loss: Range<ContinuousClock.Instant>? = nil, budget: Duration? = nil
     ) async throws {
