@@ -5,7 +5,8 @@
 #                                  veth, ifb, tbf), nftables (NetworkLab loss and partitions),
 #                                  Kamailio with presence and TLS modules, sipp, tcpdump,
 #                                  openssl (test certificates), util-linux (setpriv: a second user),
-#                                  baresip (the peer client of `netres-bench sip-recovery` and `calls`)
+#                                  baresip (the real phone of PhoneCallTests, the peer client of
+#                                  `netres-bench sip-recovery` and `calls`)
 #   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail

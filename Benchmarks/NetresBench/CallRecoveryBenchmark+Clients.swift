@@ -30,36 +30,17 @@ extension CallRecoveryBenchmark {
         try await answered(far, "netres")
     }
 
-    /// Starts baresip 1.0 headless (foreground; g711, account, menu, ctrl_tcp; auto-answer off)
-    /// in the phone host as `peer`, waits until it is bound, and dials `far` through `ctrl_tcp`.
+    /// Starts baresip 1.0 headless in the phone host as `peer` (NetworkLab's ``LabBaresip``: its
+    /// config keeps a call up; no fixed address, so baresip follows an address change at its own
+    /// 60 s poll; port 5064; the registrar as its outbound proxy, so its call goes through Kamailio
+    /// as netres's does), waits until it is bound, and dials `far` through `ctrl_tcp`.
     func startBaresip(_ lab: NetworkLab, phone: LabHost, registrar: LabRegistrar, calling far: LabSIPp)
         async throws
     {
-        let config = lab.directory + "/baresip"
-        try FileManager.default.createDirectory(atPath: config, withIntermediateDirectories: true)
-        try """
-        poll_method\t\tepoll
-        sip_trans_bsize\t\t128
-        audio_player\t\taufile,\(config)/heard.wav
-        audio_source\t\tausine,440
-        audio_alert\t\tnone
-        module_path\t\t/usr/lib/baresip/modules
-        module\t\t\tg711.so
-        module\t\t\tausine.so
-        module\t\t\taufile.so
-        module_app\t\taccount.so
-        module_app\t\tmenu.so
-        module_app\t\tctrl_tcp.so
-        ctrl_tcp_listen\t\t127.0.0.1:4444
-
-        """.write(toFile: config + "/config", atomically: true, encoding: .utf8)
-        try "<sip:peer@\(registrar.address):\(registrar.port);transport=udp>;auth_pass=secret-peer;regint=600\n"
-            .write(toFile: config + "/accounts", atomically: true, encoding: .utf8)
-        try await lab.spawn(in: phone, ["baresip", "-f", config], output: lab.directory + "/baresip.log")
-        try await bound("peer", registrar, log: lab.directory + "/baresip.log")
-        let command = #"{"command":"dial","params":"\#(far.uri())"}"#
-        try await lab.run(
-            in: phone, ["bash", "-c", "printf '%d:%s,' \(command.utf8.count) '\(command)' > /dev/tcp/127.0.0.1/4444"])
+        let peer = try await lab.startBaresip(
+            in: phone, user: "peer", registrar: registrar, address: nil, port: 5064, controlPort: 4444,
+            outboundProxy: true)
+        try await peer.dial(far.uri())
         try await answered(far, "baresip")
     }
 

@@ -51,7 +51,8 @@ struct CallRecoveryBenchmark {
             try await lab.spawn(
                 in: phone, ["ip", "-ts", "monitor", "link", "address", "route"], output: dir + "/nl.txt")
             try await lab.spawn(
-                in: phone, ["tcpdump", "-i", "wifi", "-tt", "-n", "-l", "-U", "udp portrange 16000-65535"],
+                in: phone,
+                ["tcpdump", "-i", "wifi", "-tt", "-n", "-l", "-U", "udp portrange 1024-65535 and not port 5060"],
                 output: dir + "/rtp.txt")
             let floor = try await measureFloor(
                 lab, phone: phone, address: await lab.addresses(of: wifi).ipv4, registrar: registrar)

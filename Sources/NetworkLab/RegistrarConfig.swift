@@ -5,7 +5,7 @@ import Foundation
 /// ``RegistrarRequest``, replies the proxy relays included), and a proxy for calls: a new INVITE is
 /// challenged (407) unless it comes from the registrar's own host in a lab (a far end such as sipp
 /// beside the registrar; on loopback every INVITE is challenged),
-/// record-routed and relayed to the registered contact of its Request-URI's user, or to the URI
+/// record-routed (unless ``RegistrarOptions/recordRoute`` is off) and relayed to the registered contact of its Request-URI's user, or to the URI
 /// itself when it names another host:port; in-dialog requests follow their Route.
 ///
 /// Faults come two ways: switched at run time through the `faults` htable (``RegistrarFault``), and
@@ -14,7 +14,9 @@ import Foundation
 /// started with `-A WITH_TLS` (its settings in `DIR/tls.cfg`).
 ///
 /// Placeholders: `@ADDR4@`, `@ADDR6@` (the IPv6 listeners are dropped when it is empty), `@PORT@`,
-/// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`).
+/// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
+/// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
+/// straight between the parties' Contacts and never reach the proxy).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -128,7 +130,7 @@ enum RegistrarConfig {
             }
         }
 
-        # Calls. A new INVITE is authenticated (407), record-routed and relayed to the
+        # Calls. A new INVITE is authenticated (407), record-routed (when the harness says so) and relayed to the
         # registered contact of its Request-URI's user, or to the URI itself when it names another
         # host:port (sipp as the far end). In-dialog requests follow their Route (loose routing) or
         # their Request-URI; a CANCEL or a non-2xx ACK goes the way of its transaction.
@@ -167,7 +169,7 @@ enum RegistrarConfig {
                 }
                 consume_credentials();
             }
-            record_route();
+            @RECORD_ROUTE@
             if (uri == myself && !lookup("location")) {
                 sl_send_reply("404", "Not Found");
                 exit;
@@ -253,7 +255,8 @@ enum RegistrarConfig {
 extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
-        address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String
+        address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
+        recordRoute: Bool = true
     ) -> String {
         let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
@@ -261,6 +264,8 @@ extension RegistrarConfig {
             )
             .replacingOccurrences(of: "@DIR@", with: directory).replacingOccurrences(of: "@MODULES@", with: modules)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: digestAlgorithm)
+            .replacingOccurrences(
+                of: "@RECORD_ROUTE@", with: recordRoute ? "record_route();" : "# not record-routed (RegistrarOptions)")
         guard address6 == nil else { return text }
         return text.split(separator: "\n", omittingEmptySubsequences: false).filter { !$0.contains("[]:") }
             .joined(separator: "\n")

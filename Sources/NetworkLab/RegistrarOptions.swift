@@ -1,4 +1,5 @@
-/// How a ``LabRegistrar`` starts: the digest algorithm it challenges with and, optionally, a TLS listener.
+/// How a ``LabRegistrar`` starts: the digest algorithm it challenges with, optionally a TLS listener,
+/// its memory, and whether its call proxy record-routes.
 ///
 /// Invariant: ``digestAlgorithm`` is one of ``digestAlgorithms``; ``LabRegistrar`` refuses any other
 /// with ``NetworkLabError/Code/invalidRequest`` (it is written into Kamailio's configuration).
@@ -19,15 +20,20 @@ public struct RegistrarOptions: Hashable, Sendable {
     public var sharedMemoryMegabytes: Int
     /// Each Kamailio process's private memory in MiB (`-M`), clamped to 1...1024.
     public var privateMemoryMegabytes: Int
+    /// Whether the proxy record-routes a new INVITE (RFC 3261 §16.6 step 4): then every in-dialog
+    /// request of the call passes through it; without it they go straight to the parties'
+    /// Contacts (a proxy that stays out of the dialog).
+    public var recordRoute: Bool
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,
-        privateMemoryMegabytes: Int = 4
+        privateMemoryMegabytes: Int = 4, recordRoute: Bool = true
     ) {
         self.digestAlgorithm = digestAlgorithm
         self.tlsConfiguration = tlsConfiguration
         self.sharedMemoryMegabytes = sharedMemoryMegabytes
         self.privateMemoryMegabytes = privateMemoryMegabytes
+        self.recordRoute = recordRoute
     }
 
     /// Kamailio's memory arguments, clamped.

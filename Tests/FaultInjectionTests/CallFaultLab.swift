@@ -27,17 +27,19 @@ struct CallFaultLab {
     var socket: String { lab.directory + "/netres.sock" }
     var logPath: String { lab.directory + "/netres.log" }
 
-    /// Builds the lab, starts `netres run` (with the default policy, its `call-survival-budget`
-    /// replaced when given; alice over `transport`, with `incomingCalls` as her `incoming-calls:`)
-    /// and waits until alice is bound once at the phone's address.
+    /// Builds the lab (Kamailio started with `options`), starts `netres run` (with the default
+    /// policy, its `call-survival-budget` replaced when given; alice over `transport`, with
+    /// `incomingCalls` as her `incoming-calls:`) and waits until alice is bound once at the
+    /// phone's address.
     init(
-        _ lab: NetworkLab, callSurvivalBudget: String? = nil, transport: String = "udp", incomingCalls: String = "ring"
+        _ lab: NetworkLab, callSurvivalBudget: String? = nil, options: RegistrarOptions = .init(),
+        transport: String = "udp", incomingCalls: String = "ring"
     ) async throws {
         self.lab = lab
         phone = try await lab.addHost("phone")
         server = try await lab.addHost("server")
         wifi = try await lab.connect(phone, to: server, as: "wifi")
-        registrar = try await lab.startRegistrar(in: server)
+        registrar = try await lab.startRegistrar(in: server, options: options)
         var config = """
             control-socket: \(lab.directory)/netres.sock
             interfaces: [wifi]

@@ -18,6 +18,18 @@ struct FaultInjectionSupportTests {
     }
 }
 
+/// The same for the real phones of ``PhoneCallTests``: Debian baresip (`baresip-core`, in
+/// `scripts/install-deps.sh test`) missing under CI is a failure, not a skip.
+struct RealPhoneSupportTests {
+    @Test func realPhoneSuitesCanRun() {
+        guard NetworkLab.isSupported, !LabBaresip.isInstalled else { return }
+        print("!!! PhoneCallTests DISABLED: need baresip (Debian baresip-core) — real-phone tests did not run !!!")
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            Issue.record("CI=true but baresip is missing: PhoneCallTests cannot run")
+        }
+    }
+}
+
 extension Trait where Self == ConditionTrait {
     /// Enables a suite only where namespaces can be made; see ``FaultInjectionSupportTests`` for
     /// what happens elsewhere (a loud banner, and a failure under CI).
