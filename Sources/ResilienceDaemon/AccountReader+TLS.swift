@@ -10,12 +10,15 @@ extension AccountReader {
             node, keys: ["ca-file", "certificate-file", "key-file", "server-name"], what: "tls")
         var settings = SIPTLSSettings()
         for entry in entries {
-            let value = try reader.scalar(entry.value, expected: entry.key == "server-name" ? "a host name" : "a file")
+            guard entry.key != "server-name" else {
+                settings.serverName = try checked(entry.value, "tls server-name", SIPGrammar.hostProblem)
+                continue
+            }
+            let path = try regularFile(entry.value, what: "tls \(entry.key)")
             switch entry.key {
-            case "ca-file": settings.caFile = resolve(value)
-            case "certificate-file": settings.certificateFile = resolve(value)
-            case "key-file": settings.keyFile = resolve(value)
-            default: settings.serverName = value
+            case "ca-file": settings.caFile = path
+            case "certificate-file": settings.certificateFile = path
+            default: settings.keyFile = path
             }
         }
         guard (settings.certificateFile == nil) == (settings.keyFile == nil) else {
@@ -24,6 +27,19 @@ extension AccountReader {
                 expected: "a client certificate with its private key")
         }
         return settings
+    }
+
+    /// The resolved path at `node`, refused when something other than a regular file is there:
+    /// reading a FIFO or a device would block the thread that reads it (an event loop, at the
+    /// first TLS connect). A missing file is left to the first connect to report.
+    func regularFile(_ node: Node, what: String) throws(PolicyFileError) -> String {
+        let path = resolve(try reader.scalar(node, expected: "a file"))
+        if let kind = SIPTLSSettings.nonRegularKind(at: path) {
+            throw reader.fail(
+                .invalidValue, at: node, "\(what) \(path) is \(kind), not a regular file",
+                expected: "a PEM file")
+        }
+        return path
     }
 
     /// A `sips:` registrar means TLS (RFC 3261 §19.1): the scheme is dropped from the host, the

@@ -30,17 +30,21 @@ extension Daemon {
         }
     }
 
-    /// One call event of `account`: into the desk, the log, the metrics and the hooks.
+    /// One call event of `account`: into the desk and the metrics, and unless the throttle holds
+    /// it back (``CallEventThrottle``), the log and the hooks.
     func callEvent(_ event: CallEvent, account: SIPAccount) async {
         await calls.observe(event, account: account)
-        await output(CallEventLine(clock: WallClock(), json: config.logFormat == .json).render(event, account: account))
         metrics?.observe(call: event)
+        guard case .log(let heldBack) = callEventThrottle.admit(event) else { return }
+        await output(
+            CallEventLine(clock: WallClock(), json: config.logFormat == .json)
+                .render(event, account: account, heldBack: heldBack))
         hooks?.submit(
             environment: HookEnvironment.variables(
                 ofCall: HookEnvironment.Call(
                     id: event.call.rawValue, account: account.name, peer: event.peer, state: event.phase.rawValue,
                     direction: event.direction.rawValue, trigger: event.trigger, reason: event.reason ?? "",
-                    downtime: event.downtime),
+                    downtime: event.downtime, heldBack: heldBack),
                 clock: WallClock()))
     }
 

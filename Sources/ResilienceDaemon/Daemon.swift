@@ -62,6 +62,8 @@ public final class Daemon: Sendable {
     let lock = Mutex<InstanceLock?>(nil)
     /// The calls placed and received, for `netres ctl`.
     let calls: CallDesk
+    /// Keeps a flood of call events out of the log and the hooks (``CallEventThrottle``).
+    let callEventThrottle = CallEventThrottle()
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
     public let metrics: DaemonMetrics?
     /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.

@@ -217,7 +217,7 @@ struct AccountReader {
                 let fields = try reader.mapping(value, keys: ["instance-id", "reg-id"], what: "outbound")
                 for field in fields {
                     if field.key == "instance-id" {
-                        account.instanceID = try reader.scalar(field.value, expected: "a URN like urn:uuid:...")
+                        account.instanceID = try checked(field.value, "instance-id", SIPGrammar.instanceIDProblem)
                     } else {
                         account.regID = try integer(field.value, in: 1...65535, what: "reg-id")
                     }
@@ -306,7 +306,7 @@ struct AccountReader {
         let file = try reader.scalar(
             try reader.require("token-file", in: entries, of: node, what: "push"), expected: "a token file path")
         let param = try entries.first { $0.key == "param" }.map { (entry) throws(PolicyFileError) -> String in
-            try reader.scalar(entry.value, expected: "a pn-param value")
+            try checked(entry.value, "push param", SIPGrammar.parameterValueProblem)
         }
         return PushConfig(provider: provider, param: param, tokenFile: resolve(file))
     }
@@ -319,7 +319,7 @@ struct AccountReader {
         ) { EventPackage(rawValue: $0) }
         var target = SubscriptionTarget(package: package)
         for entry in entries {
-            if entry.key == "resource" { target.resource = try reader.scalar(entry.value, expected: "a SIP URI") }
+            if entry.key == "resource" { target.resource = try checked(entry.value, "resource", SIPGrammar.uriProblem) }
             if entry.key == "expires" {
                 target.expires = try integer(entry.value, in: Self.expiresRange, what: "expires")
             }

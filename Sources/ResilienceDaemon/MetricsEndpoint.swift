@@ -2,6 +2,7 @@ public import Logging
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import ResilienceCore
 public import ServiceLifecycle
 import Synchronization
 
@@ -11,10 +12,15 @@ import Synchronization
 /// Invariants: it listens only where ``MetricsConfig`` says (loopback by default); a request
 /// head larger than NIO's default limit is refused by the HTTP decoder; it stops listening on
 /// graceful shutdown. ``port`` is the bound port once ``run()`` has bound (port 0 picks one).
+/// Bounded like the control socket (``ControlServer/Limits``): at most `maxConnections` are open
+/// (a new one closes the one idle the longest, so a scraper always gets in and idle clients
+/// cannot take the daemon's descriptors), and one that sends nothing for `idleTimeout` is closed.
 public final class MetricsEndpoint: Service, Sendable {
     let config: MetricsConfig
     let metrics: DaemonMetrics
     let logger: Logger
+    let limits: ControlServer.Limits
+    private let connections = ConnectionTable()
     private struct Bound {
         var published = false
         var port: Int?
@@ -22,10 +28,14 @@ public final class MetricsEndpoint: Service, Sendable {
     }
     private let bound = Mutex(Bound())
 
-    public init(config: MetricsConfig, metrics: DaemonMetrics, logger: Logger) {
+    public init(
+        config: MetricsConfig, metrics: DaemonMetrics, logger: Logger,
+        limits: ControlServer.Limits = ControlServer.Limits()
+    ) {
         self.config = config
         self.metrics = metrics
         self.logger = logger
+        self.limits = limits
     }
 
     /// The bound port, once listening; nil when binding failed.
@@ -41,15 +51,20 @@ public final class MetricsEndpoint: Service, Sendable {
     }
 
     public func run() async throws {
-        let metrics = self.metrics
+        let (metrics, table, limits) = (self.metrics, connections, self.limits)
+        let idle = TimeAmount.nanoseconds(limits.idleTimeout.nanosecondsValue)
         let channel: any Channel
         do {
             channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                        try channel.pipeline.syncOperations.addHandler(MetricsHandler(metrics: metrics))
+                        let pipeline = channel.pipeline.syncOperations
+                        try pipeline.addHandlers(
+                            CappedConnection(table: table, cap: limits.maxConnections),
+                            IdleStateHandler(readTimeout: idle), CloseOnIdle())
+                        try pipeline.configureHTTPServerPipeline()
+                        try pipeline.addHandler(MetricsHandler(metrics: metrics))
                     }
                 }
                 .bind(host: config.address, port: config.port).get()
@@ -72,6 +87,37 @@ public final class MetricsEndpoint: Service, Sendable {
             return state.waiters
         }
         for waiter in waiters { waiter.resume(returning: port) }
+    }
+}
+
+/// Lists its connection in a ``ConnectionTable`` while it is open (closing the one the table
+/// evicts to stay within `cap`) and records its reads as activity.
+private final class CappedConnection: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    let table: ConnectionTable
+    let cap: Int
+    private var id: Int?
+
+    init(table: ConnectionTable, cap: Int) {
+        self.table = table
+        self.cap = cap
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        let (id, evicted, _) = table.admit(context.channel, cap: cap)
+        self.id = id
+        evicted?.close(promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let id { table.touch(id) }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if let id { table.remove(id) }
+        context.fireChannelInactive()
     }
 }
 

@@ -19,12 +19,15 @@ public enum HookEnvironment {
         public var reason: String
         /// How long the path was lost, for a recovery or an end by the outage.
         public var downtime: Duration?
+        /// Call events of this state a flood had held back of the hooks before this one.
+        public var heldBack: Int
 
         public init(
             id: String, account: String, peer: String, state: String, direction: String, trigger: String,
-            reason: String, downtime: Duration? = nil
+            reason: String, downtime: Duration? = nil, heldBack: Int = 0
         ) {
             self.downtime = downtime
+            self.heldBack = heldBack
             self.id = id
             self.account = account
             self.peer = peer
@@ -41,11 +44,12 @@ public enum HookEnvironment {
     ]
     static let callNames = [
         "NETRES_CALL_ID", "NETRES_ACCOUNT", "NETRES_PEER", "NETRES_CALL_STATE", "NETRES_CALL_DIRECTION",
-        "NETRES_CALL_TRIGGER", "NETRES_CALL_REASON",
+        "NETRES_CALL_TRIGGER", "NETRES_CALL_REASON", "NETRES_CALL_HELD_BACK",
     ]
 
     /// NETRES_EVENT (`call`), NETRES_CALL_ID, NETRES_ACCOUNT, NETRES_PEER, NETRES_CALL_STATE,
-    /// NETRES_CALL_DIRECTION, NETRES_CALL_TRIGGER, NETRES_CALL_REASON, NETRES_DOWNTIME_MS (a
+    /// NETRES_CALL_DIRECTION, NETRES_CALL_TRIGGER, NETRES_CALL_REASON, NETRES_CALL_HELD_BACK (call
+    /// events of this state held back of the hooks before this one), NETRES_DOWNTIME_MS (a
     /// recovery's or an outage end's) and NETRES_TIME; the other transition variables empty.
     public static func variables(
         ofCall call: Call, at instant: ContinuousClock.Instant = .now, clock: WallClock
@@ -53,7 +57,7 @@ public enum HookEnvironment {
         var variables = Dictionary(uniqueKeysWithValues: transitionNames.map { ($0, "") })
         let values = [
             call.id, call.account, LogText.escaped(call.peer, limit: 200), call.state, call.direction,
-            call.trigger, LogText.escaped(call.reason, limit: 64),
+            call.trigger, LogText.escaped(call.reason, limit: 64), String(max(0, call.heldBack)),
         ]
         for (name, value) in zip(callNames, values) { variables[name] = LogText.escaped(value, limit: 200) }
         variables["NETRES_EVENT"] = "call"

@@ -28,9 +28,13 @@ struct CallFaultLab {
     var logPath: String { lab.directory + "/netres.log" }
 
     /// Builds the lab (Kamailio started with `options`), starts `netres run` (with the default
-    /// policy, its `call-survival-budget` replaced when given) and waits until alice is bound once
-    /// at the phone's address.
-    init(_ lab: NetworkLab, callSurvivalBudget: String? = nil, options: RegistrarOptions = .init()) async throws {
+    /// policy, its `call-survival-budget` replaced when given; alice over `transport`, with
+    /// `incomingCalls` as her `incoming-calls:`) and waits until alice is bound once at the
+    /// phone's address.
+    init(
+        _ lab: NetworkLab, callSurvivalBudget: String? = nil, options: RegistrarOptions = .init(),
+        transport: String = "udp", incomingCalls: String = "ring"
+    ) async throws {
         self.lab = lab
         phone = try await lab.addHost("phone")
         server = try await lab.addHost("server")
@@ -41,7 +45,8 @@ struct CallFaultLab {
             interfaces: [wifi]
             hold-down: 0
             accounts: [{name: \(Self.user), registrar: \(registrar.address), domain: \(registrar.address),
-                        transport: udp, user: \(Self.user), password: secret-\(Self.user)}]
+                        transport: \(transport), user: \(Self.user), password: secret-\(Self.user),
+                        incoming-calls: \(incomingCalls)}]
 
             """
         if let callSurvivalBudget {

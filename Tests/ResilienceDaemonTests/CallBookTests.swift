@@ -124,4 +124,23 @@ struct CallBookTests {
         let plain = CallEventLine(clock: WallClock(), json: true).render(event("c4", .held), account: alice)
         #expect(plain.contains(#""downtime_ms":null"#))
     }
+
+    /// Issue 25: ~6,000 forged INVITEs gave ~9,000 log lines and 2,991 hook runs. Per call state,
+    /// the throttle passes its limit per window; the first line after says how many it held back.
+    @Test func aFloodOfCallEventsIsHeldBackAndTheNextLineSaysHowMany() throws {
+        let throttle = CallEventThrottle()
+        let start = ContinuousClock.now
+        let verdicts = (0..<100).map { throttle.admit(event("c\($0)", .incoming, .incoming), at: start) }
+        #expect(verdicts.filter { $0 != .suppress }.count == CallEventThrottle.limit)
+        #expect(throttle.admit(event("c0", .ended), at: start) == .log(suppressedBefore: 0), "each state apart")
+        let later = throttle.admit(event("late", .incoming, .incoming), at: start + CallEventThrottle.window)
+        #expect(later == .log(suppressedBefore: 100 - CallEventThrottle.limit))
+        let human = CallEventLine(clock: WallClock(), json: false)
+            .render(event("late", .incoming, .incoming), account: alice, heldBack: 70)
+        #expect(human.hasSuffix("trigger=remote held-back=70"), "\(human)")
+        let json = CallEventLine(clock: WallClock(), json: true)
+            .render(event("late", .incoming, .incoming), account: alice, heldBack: 70)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["held_back"] as? Int == 70)
+    }
 }

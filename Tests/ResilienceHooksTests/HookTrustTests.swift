@@ -79,3 +79,35 @@ import Testing
         #expect(HookTrust().refusal(hook: path)?.contains("owned by uid 65534") == true)
     }
 }
+
+/// Issue 25: a hooks directory reached through a symbolic link that sits in a directory anyone
+/// may write to was trusted (anyone could point the link at their own hooks).
+@Suite struct HookDirectoryPathTests {
+    @Test func aDirectoryReachedThroughALinkInAWorldWritableDirectoryIsRefused() throws {
+        let folder = try HookTrustTests.Folder()
+        let trust = HookTrust()
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: folder.root)
+        let hooks = folder.root + "/hooks"
+        try FileManager.default.createDirectory(atPath: hooks, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: hooks)
+        let open = folder.root + "/open"
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: open)
+        try FileManager.default.createSymbolicLink(atPath: open + "/hooks", withDestinationPath: hooks)
+        #expect(trust.refusal(directory: hooks) == nil, "the real directory is fine")
+        let why = try #require(trust.refusal(directory: open + "/hooks"), "the link's directory is world-writable")
+        #expect(why.contains("\(open)/hooks sits in \(open)") && why.contains("writable by others"), "\(why)")
+        // The same link in a directory only its owner writes to is fine.
+        try FileManager.default.createSymbolicLink(atPath: folder.root + "/link", withDestinationPath: hooks)
+        #expect(trust.refusal(directory: folder.root + "/link") == nil)
+    }
+
+    @Test func aStickyDirectoryIsAcceptedOnTheWayOnlyForEntriesOfATrustedOwner() {
+        let trust = HookTrust(owners: [0, 1000])
+        let sticky = HookTrust.Facts(kind: .directory, owner: 0, mode: 0o1777)
+        #expect(trust.refusal(entry: .init(kind: .directory, owner: 1000, mode: 0o755), in: sticky) == nil)
+        #expect(trust.refusal(entry: .init(kind: .other, owner: 65534, mode: 0o777), in: sticky) != nil)
+        let open = HookTrust.Facts(kind: .directory, owner: 0, mode: 0o777)
+        #expect(trust.refusal(entry: .init(kind: .directory, owner: 0, mode: 0o755), in: open) != nil)
+    }
+}

@@ -93,6 +93,37 @@ struct RTPEchoSessionTests {
         }
     }
 
+    /// Issue 25: the echo was an open relay (100,000 datagrams from a non-peer, 40,494 at the
+    /// call's peer). Latched to the negotiated address, a stranger's datagrams are dropped and
+    /// counted, and the peer hears nothing of them; the peer itself is still echoed.
+    @Test func aStrangersDatagramsAreDroppedAndCountedAndNothingReachesThePeer() async throws {
+        let peer = try UDPTestPeer()
+        let stranger = try UDPTestPeer()
+        let session = RTPEchoSession(mode: .echo)
+        let media = try await session.describe(localAddress: "127.0.0.1", direction: .sendrecv, answering: nil)
+        let port = try #require(media.first?.port)
+        try await session.negotiated(
+            NegotiatedMedia(remoteAddress: "127.0.0.1", remotePort: peer.port, direction: .sendrecv))
+        await stranger.run { stranger in
+            for index in 0..<200 {
+                stranger.send([0x80, 0, 0, UInt8(index % 256)], to: Self.address("127.0.0.1", port))
+            }
+        }
+        var counted = false
+        for _ in 0..<250 where !counted {
+            counted = await session.packetsFromStrangers == 200
+            if !counted { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        let strangers = await session.packetsFromStrangers
+        #expect(counted, "every stranger's datagram counted: \(strangers)")
+        let leaked = await peer.run { peer in peer.receive(within: 1) == nil ? 0 : 1 }
+        #expect(leaked == 0, "nothing reached the peer")
+        #expect(await session.packetsEchoed == 0)
+        let echoes = await Self.exchange(peer, to: "127.0.0.1", port: port, count: 3)
+        #expect(echoes.count == 3, "the negotiated peer is still echoed")
+        await session.close()
+    }
+
     /// Sends one datagram from a fresh IPv6 socket to `[::1]:port`; true when the kernel took it.
     static func sendIPv6(to port: Int) -> Bool {
         let fd = socket(AF_INET6, Int32(SOCK_DGRAM.rawValue), 0)

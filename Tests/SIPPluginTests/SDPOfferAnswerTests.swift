@@ -50,7 +50,7 @@ struct SDPOfferAnswerTests {
 
     @Test func holdingWhenTheFarEndAlreadyHoldsUsIsInactive() throws {
         var session = try Self.established()
-        try session.received(offer: Self.far(.sendonly, version: 2))
+        try session.received(offer: Self.far(.sendonly, version: 2), localAddress: "198.18.0.1")
         let (answer, negotiated) = try session.answer(address: "198.18.0.1", media: Self.audio, hold: false)
         #expect(answer.direction(ofMedia: 0) == .recvonly, "a held offer is not answered with hold")
         #expect(negotiated?.direction == .recvonly && session.remoteHoldsUs)
@@ -68,7 +68,7 @@ struct SDPOfferAnswerTests {
     ])
     func anAnswerReversesTheOfferLimitedByOurHold(offered: Direction, hold: Bool, answered: Direction) throws {
         var session = SDPOfferAnswer(sessionID: 5)
-        try session.received(offer: Self.far(offered))
+        try session.received(offer: Self.far(offered), localAddress: "198.18.0.1")
         let (answer, _) = try session.answer(address: "198.18.0.1", media: Self.audio, hold: hold)
         #expect(answer.direction(ofMedia: 0) == answered)
     }
@@ -117,7 +117,9 @@ struct SDPOfferAnswerTests {
         #expect(throws: OfferAnswerError.offerPending) {
             _ = try session.offer(address: "198.18.0.1", media: Self.audio, hold: false)
         }
-        #expect(throws: OfferAnswerError.offerPending) { try session.received(offer: Self.far(.sendrecv, version: 2)) }
+        #expect(throws: OfferAnswerError.offerPending) {
+            try session.received(offer: Self.far(.sendrecv, version: 2), localAddress: "198.18.0.1")
+        }
     }
 
     @Test func aRejectedOfferLeavesTheOldSessionButTheVersionNeverGoesBack() throws {
@@ -140,8 +142,10 @@ struct SDPOfferAnswerTests {
 
     @Test func anOutdatedRemoteOfferIsRefused() throws {
         var session = SDPOfferAnswer(sessionID: 1)
-        try session.received(offer: Self.far(.sendrecv, version: 5))
+        try session.received(offer: Self.far(.sendrecv, version: 5), localAddress: "198.18.0.1")
         _ = try session.answer(address: "198.18.0.1", media: Self.audio, hold: false)
-        #expect(throws: OfferAnswerError.outdatedOffer) { try session.received(offer: Self.far(.sendrecv, version: 4)) }
+        #expect(throws: OfferAnswerError.outdatedOffer) {
+            try session.received(offer: Self.far(.sendrecv, version: 4), localAddress: "198.18.0.1")
+        }
     }
 }

@@ -23,7 +23,7 @@ struct SIPCallTests {
             let offer = SessionDescription(
                 origin: .init(sessionID: 9, version: 1, connection: .init(address: "198.18.0.9")),
                 connection: .init(address: "198.18.0.9"), media: [media])
-            try offerAnswer.received(offer: offer)
+            try offerAnswer.received(offer: offer, localAddress: "198.18.0.1")
             _ = try offerAnswer.answer(address: "198.18.0.1", media: [media], hold: false)
         }
         return SIPCall(

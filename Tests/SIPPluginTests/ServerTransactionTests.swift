@@ -41,13 +41,18 @@ struct ServerTransactionTests {
     }
 
     @Test func aFullTableRefusesRatherThanGrows() {
-        let table = ServerTransactionTable(timers: Self.timers)
+        let table = ServerTransactionTable(timers: Self.timers, admission: InboundAdmissionTests.open)
         let now = ContinuousClock.now
         for index in 0..<ServerTransactionTable.capacity {
             _ = table.receive(Self.notify(branch: "z9hG4bK\(index)"), reliable: false, at: now, reply: { _ in })
         }
         let more = table.receive(Self.notify(branch: "z9hG4bKmore"), reliable: false, at: now, reply: { _ in })
         #expect(more.opened == nil && more.answered == nil, "refused")
+        if case .answered(let answer) = more {
+            #expect(answer.status == 503 && answer.headers["Retry-After"] != nil, "and told when to retry")
+        } else {
+            Issue.record("a request at the cap was not answered: \(more)")
+        }
         #expect(table.count == ServerTransactionTable.capacity)
     }
 

@@ -10,6 +10,13 @@ internal import Synchronization
 /// address) opens the new socket before closing the old one, so the port in the last `m=` is
 /// always open; a datagram larger than ``maximumPacketSize`` is counted but never echoed; nothing
 /// is echoed before a remote is negotiated, nor while the negotiated direction does not send.
+///
+/// Symmetric RTP (RFC 4961), latched to the negotiated address: only a datagram whose source is
+/// exactly the negotiated address and port is echoed; one from anyone else is dropped and
+/// counted (``packetsFromStrangers``), so the session is never a relay: an echo only ever goes
+/// back to the address it came from. The latch moves only with a new offer/answer
+/// (``negotiated(_:)``), never with the traffic; the call refuses offers whose target
+/// ``MediaTarget`` refuses (488).
 public actor RTPEchoSession: MediaSession {
     /// What to do with a packet that arrives.
     public enum Mode: String, Hashable, Sendable {
@@ -47,6 +54,8 @@ public actor RTPEchoSession: MediaSession {
     public var packetsEchoed: Int { counters.snapshot.echoed }
     /// Packets received per local address they arrived on.
     public var packetsReceivedByAddress: [String: Int] { counters.snapshot.byAddress }
+    /// Packets from anyone but the negotiated far end (or before one was negotiated): dropped.
+    public var packetsFromStrangers: Int { counters.snapshot.strangers }
     /// The source of the last packet, as `address:port` text.
     public var lastSource: String? { counters.snapshot.lastSource }
 
@@ -68,7 +77,7 @@ public actor RTPEchoSession: MediaSession {
 
     public func negotiated(_ media: NegotiatedMedia) async throws {
         let remote = try SocketAddress(ipAddress: media.remoteAddress, port: media.remotePort)
-        counters.setRemote(media.direction.sends && media.remotePort != 0 ? remote : nil)
+        counters.setRemote(media.remotePort != 0 ? remote : nil, sends: media.direction.sends)
     }
 
     /// Binds a new socket on `address` (kernel-chosen port), then closes the old one.
@@ -92,7 +101,7 @@ public actor RTPEchoSession: MediaSession {
         channel = nil
         localAddress = nil
         localPort = nil
-        counters.setRemote(nil)
+        counters.setRemote(nil, sends: false)
         try? await old?.close()
     }
 }
@@ -103,23 +112,31 @@ final class RTPCounters: Sendable {
         var received = 0
         var echoed = 0
         var byAddress: [String: Int] = [:]
+        var strangers = 0
         var lastSource: String?
+        /// The negotiated far end (the latch), and whether we send to it.
         var remote: SocketAddress?
+        var sends = false
     }
 
     private let state = Mutex(Snapshot())
 
     var snapshot: Snapshot { state.withLock { $0 } }
 
-    func setRemote(_ remote: SocketAddress?) { state.withLock { $0.remote = remote } }
+    func setRemote(_ remote: SocketAddress?, sends: Bool) { state.withLock { ($0.remote, $0.sends) = (remote, sends) } }
 
-    /// Records one packet; returns where to echo it (nil: sink).
+    /// Records one packet; returns where to echo it: the far end, when the packet came from
+    /// exactly there and we send to it (nil: sink it).
     func received(on local: String, from source: SocketAddress) -> SocketAddress? {
         state.withLock { state in
             state.received += 1
             state.byAddress[local, default: 0] += 1
             state.lastSource = "\(source.ipAddress ?? "?"):\(source.port ?? 0)"
-            return state.remote
+            guard let remote = state.remote, source.ipAddress == remote.ipAddress, source.port == remote.port else {
+                state.strangers += 1
+                return nil
+            }
+            return state.sends ? remote : nil
         }
     }
 

@@ -7,24 +7,7 @@
 public enum SIPGrammar {
     /// `user = 1*( unreserved / escaped / user-unreserved )`.
     public static func userProblem(_ value: String) -> String? {
-        guard !value.isEmpty else { return "is empty" }
-        let bytes = Array(value.utf8)
-        var index = 0
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else {
-                    return "has a % not followed by two hex digits"
-                }
-                index += 3
-                continue
-            }
-            guard byte.isAlphanumeric || markAndUserUnreserved.contains(byte) else {
-                return "has \(describe(byte)), which a SIP URI user part may not contain unescaped"
-            }
-            index += 1
-        }
-        return nil
+        escapedProblem(value, allowed: markAndUserUnreserved, what: "a SIP URI user part")
     }
 
     /// `host = hostname / IPv4address / IPv6reference` (an IPv6 address is also accepted without
@@ -32,6 +15,9 @@ public enum SIPGrammar {
     public static func hostProblem(_ value: String) -> String? {
         guard !value.isEmpty else { return "is empty" }
         guard value.utf8.count <= 253 else { return "is longer than 253 characters" }
+        if let byte = value.utf8.first(where: { $0 < 0x20 || $0 == 0x7F }) {
+            return "has \(describe(byte)), which a host may not contain"
+        }
         if value.hasPrefix("[") || value.contains(":") {
             let inner = value.hasPrefix("[") && value.hasSuffix("]") ? value.dropFirst().dropLast() : Substring(value)
             let colons = inner.filter { $0 == ":" }.count
@@ -74,6 +60,58 @@ public enum SIPGrammar {
         if value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { return "contains a control character" }
         return nil
     }
+
+    /// A URI written into a header between `<` and `>` (a subscription's resource): a scheme
+    /// and printable ASCII without space, `<`, `>` or `"` (RFC 3986 §2 leaves those out of URIs).
+    public static func uriProblem(_ value: String) -> String? {
+        guard !value.isEmpty else { return "is empty" }
+        guard value.utf8.count <= 1024 else { return "is longer than 1024 characters" }
+        if let byte = value.utf8.first(where: { !(0x21...0x7E).contains($0) || $0 == 60 || $0 == 62 || $0 == 34 }) {
+            return "has \(describe(byte)), which a URI may not contain"
+        }
+        guard let colon = value.firstIndex(of: ":"), colon != value.startIndex,
+            value[..<colon].utf8.allSatisfy({ $0.isAlphanumeric || $0 == 43 || $0 == 45 || $0 == 46 })
+        else { return "has no scheme (like sip:)" }
+        return nil
+    }
+
+    /// An RFC 5626 `+sip.instance` value: a URN (RFC 8141, `urn:` then printable ASCII without
+    /// space, `<`, `>` or `"`), written inside `"<` and `>"`.
+    public static func instanceIDProblem(_ value: String) -> String? {
+        guard value.lowercased().hasPrefix("urn:") else { return "is not a URN (urn:uuid:...)" }
+        return uriProblem(value)
+    }
+
+    /// A URI parameter's value (`pvalue = 1*paramchar`, RFC 3261 §25.1), such as RFC 8599's
+    /// `pn-param`: unreserved characters, `[]/:&+$` and `%` escapes.
+    public static func parameterValueProblem(_ value: String) -> String? {
+        escapedProblem(value, allowed: parameterCharacters, what: "a URI parameter value")
+    }
+
+    /// Why `value` is not 1*( alphanumeric / `allowed` / `%` HEXDIG HEXDIG ), naming `what`.
+    private static func escapedProblem(_ value: String, allowed: Set<UInt8>, what: String) -> String? {
+        guard !value.isEmpty else { return "is empty" }
+        let bytes = Array(value.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, bytes[index + 1].isHexDigit, bytes[index + 2].isHexDigit else {
+                    return "has a % not followed by two hex digits"
+                }
+                index += 3
+                continue
+            }
+            guard byte.isAlphanumeric || allowed.contains(byte) else {
+                return "has \(describe(byte)), which \(what) may not contain unescaped"
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    /// `mark` and `param-unreserved` (RFC 3261 §25.1).
+    private static let parameterCharacters = Set("-_.!~*'()[]/:&+$".utf8)
 
     /// `mark` (RFC 3261 §25.1) plus `user-unreserved`.
     private static let markAndUserUnreserved = Set("-_.!~*'()&=+$,;?/".utf8)

@@ -1,7 +1,15 @@
 /// Why a message was rejected; the transport logs `reason` and drops the input.
 public struct SIPParseError: Error, Hashable, Sendable, CustomStringConvertible {
     public var reason: String
-    public init(_ reason: String) { self.reason = reason }
+    /// For a head that broke only a bound the parser keeps (more than
+    /// ``SIPParser/maximumHeaderCount`` header lines): its start line with just the headers needed
+    /// to answer it and to find its end (``SIPParser/answerHeaders``). The transport answers such
+    /// a request 400 and, on a stream, skips it and keeps the connection. nil for every other error.
+    public var boundedHead: SIPMessage?
+    public init(_ reason: String, boundedHead: SIPMessage? = nil) {
+        self.reason = reason
+        self.boundedHead = boundedHead
+    }
     public var description: String { reason }
 }
 
@@ -13,6 +21,9 @@ public enum SIPParser {
     /// The largest message accepted (header section plus body).
     public static let maximumMessageSize = 65_536
     public static let maximumHeaderCount = 256
+    /// The headers kept of a head with too many lines: enough to answer it (RFC 3261 §8.2.6.2)
+    /// and to frame it on a stream (canonical names, see ``SIPHeaders/canonical(_:)``).
+    public static let answerHeaders: Set<String> = ["via", "from", "to", "call-id", "cseq", "content-length"]
 
     /// Parses a complete datagram: the body is what `Content-Length` says, or the rest of the
     /// datagram when it is absent (RFC 3261 §18.3); a longer `Content-Length` is an error.
@@ -84,9 +95,17 @@ public enum SIPParser {
         while let first = lines.first, first.isEmpty { lines.removeFirst() }
         guard let startText = lines.first else { throw SIPParseError("empty message") }
         let startLine = try parseStartLine(startText)
-        guard lines.count - 1 <= maximumHeaderCount else { throw SIPParseError("too many header lines") }
+        let tooMany = lines.count - 1 > maximumHeaderCount
         var headers = SIPHeaders()
         for line in lines.dropFirst() {
+            if tooMany {
+                // Bounded work: one scan for a colon per line of a head already within 64 KiB.
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                let name = String(line[..<colon]).trimmingSIPWhitespace()
+                guard answerHeaders.contains(SIPHeaders.canonical(name)) else { continue }
+                headers.add(name, String(line[line.index(after: colon)...]).trimmingSIPWhitespace())
+                continue
+            }
             guard let colon = line.firstIndex(of: ":") else {
                 throw SIPParseError("header line without colon: '\(line.prefix(40))'")
             }
@@ -95,6 +114,10 @@ public enum SIPParser {
                 throw SIPParseError("bad header name '\(name.prefix(40))'")
             }
             headers.add(name, String(line[line.index(after: colon)...]).trimmingSIPWhitespace())
+        }
+        guard !tooMany else {
+            throw SIPParseError(
+                "too many header lines", boundedHead: SIPMessage(startLine: startLine, headers: headers))
         }
         return SIPMessage(startLine: startLine, headers: headers)
     }

@@ -100,10 +100,20 @@ public struct SDPOfferAnswer: Hashable, Sendable {
     }
 
     /// The far end sent an offer (in an INVITE, re-INVITE or UPDATE).
+    /// - Parameters:
+    ///   - offer: the far end's description.
+    ///   - localAddress: the address our side of the call uses now (a loopback media address is
+    ///     accepted only when it is loopback too, see ``MediaTarget``); nil when unknown, which
+    ///     refuses loopback like any far end's.
     /// - Throws: ``OfferAnswerError/offerPending`` on glare (answer it 491),
-    ///   ``OfferAnswerError/outdatedOffer`` when its `o=` version went back.
-    public mutating func received(offer: SessionDescription) throws(OfferAnswerError) {
+    ///   ``OfferAnswerError/outdatedOffer`` when its `o=` version went back,
+    ///   ``OfferAnswerError/unusableMediaTarget(_:)`` when it asks for media where none may go
+    ///   (answer it 488). A refused offer changes nothing: the session in force stays.
+    public mutating func received(
+        offer: SessionDescription, localAddress: String? = nil
+    ) throws(OfferAnswerError) {
         guard state == .stable else { throw .offerPending }
+        if let why = offer.mediaTargetProblem(localAddress: localAddress) { throw .unusableMediaTarget(why) }
         if let remote, remote.origin.sessionID == offer.origin.sessionID, offer.origin.version < remote.origin.version {
             throw .outdatedOffer
         }
@@ -207,4 +217,6 @@ public enum OfferAnswerError: Error, Hashable, Sendable {
     case streamCountMismatch(offered: Int, answered: Int)
     /// A remote offer whose `o=` version is lower than the one in force.
     case outdatedOffer
+    /// A remote offer asking for media at an address or port ``MediaTarget`` refuses (488).
+    case unusableMediaTarget(String)
 }

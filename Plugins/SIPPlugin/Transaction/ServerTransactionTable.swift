@@ -10,10 +10,16 @@ internal import Synchronization
 /// retransmission is answered there and then, without a hop. Invariants: a request opens at most
 /// one transaction; a non-INVITE entry whose timer J passed is forgotten lazily (no timer task
 /// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
-/// as sleeps on the lent clock and are removed when they terminate; at most ``capacity``
-/// transactions are held: when full, finished ones are dropped first, and a request that still
-/// finds no room is refused (not delivered). Timer H (a non-2xx final never ACKed) is never
-/// silent: the handler set with ``onAckTimeout(_:)`` hears the INVITE once.
+/// as sleeps on the lent clock and are removed when they terminate; at most ``limit``
+/// transactions are held (``endingReserve`` more for CANCEL and BYE, so a caller can still end
+/// what fills the table): when full, finished ones are dropped first, then non-INVITE ones that
+/// sent their final or INVITEs whose non-2xx was ACKed (only a retransmission's absorption is
+/// lost), and a request that still finds no room is answered at once, statelessly, and not
+/// delivered: an INVITE `486 Busy Here`, any other request `503` with `Retry-After`. New
+/// transactions pass ``InboundAdmission`` first (a flood of strangers, or a storm in one dialog,
+/// is answered `503` with `Retry-After`); retransmissions never count against it. Timer H (a
+/// non-2xx final never ACKed) is never silent: the handler set with ``onAckTimeout(_:)`` hears
+/// the INVITE once.
 final class ServerTransactionTable: Sendable {
     struct Key: Hashable, Sendable {
         var branch: String
@@ -27,8 +33,10 @@ final class ServerTransactionTable: Sendable {
         case new(ServerTransaction)
         /// A retransmission: send `answer` again (nil: absorbed, no response yet).
         case retransmission(answer: SIPMessage?)
-        /// No room (the agent is not answering) or no usable Via: dropped.
+        /// No usable Via: dropped unanswered (a response could not be routed).
         case refused
+        /// Refused at the door (table full, or too fast): send this answer, nothing was opened.
+        case answered(SIPMessage)
     }
 
     /// Where an arriving ACK goes.
@@ -54,20 +62,44 @@ final class ServerTransactionTable: Sendable {
             case .invite(let transaction): transaction.isTerminated
             }
         }
+
+        /// Whether a full table may drop it: terminated, a non-INVITE that sent its final, or an
+        /// INVITE whose non-2xx final was ACKed (timer I only absorbs repeated ACKs).
+        func isDroppable(at now: ContinuousClock.Instant) -> Bool {
+            switch machine {
+            case .nonInvite(let transaction):
+                if case .completed = transaction.state { return true }
+            case .invite(let transaction):
+                if transaction.state == .confirmed { return true }
+            }
+            return isTerminated(at: now)
+        }
     }
 
+    /// Transactions held at most, by default.
     static let capacity = 512
+    /// Room beyond ``limit`` for CANCEL and BYE only: they end ringing calls and dialogs (so
+    /// they free slots), and the agent answers them at once (so they leave quickly).
+    static let endingReserve = 64
 
+    /// Transactions held at most (``capacity`` unless a test asks for fewer).
+    let limit: Int
     private let entries = Mutex<[Key: Entry]>([:])
+    private let admission: Mutex<InboundAdmission>
     /// Told the INVITE whose non-2xx final timer H gave up on (the peer is gone, §17.2.1).
     private let ackTimeoutHandler = Mutex<(@Sendable (SIPMessage) -> Void)?>(nil)
     let timers: SIPTimers
     /// Where INVITE transactions' timers sleep (the agent's lent clock).
     let clock: any RuntimeClock
 
-    init(timers: SIPTimers, clock: any RuntimeClock = ContinuousClock()) {
+    init(
+        timers: SIPTimers, clock: any RuntimeClock = ContinuousClock(), limit: Int = capacity,
+        admission: InboundAdmission.Settings = InboundAdmission.Settings()
+    ) {
         self.timers = timers
         self.clock = clock
+        self.limit = max(1, limit)
+        self.admission = Mutex(InboundAdmission(settings: admission))
     }
 
     /// Sets who hears an INVITE whose non-2xx final was never ACKed (timer H); the call layer
@@ -92,8 +124,13 @@ final class ServerTransactionTable: Sendable {
                     return .retransmission(answer: transaction.requestRetransmitted().first?.sent)
                 }
             }
-            if entries.count >= Self.capacity { entries = entries.filter { !$0.value.isTerminated(at: now) } }
-            guard entries.count < Self.capacity else { return .refused }
+            let ending = key.method == "CANCEL" || key.method == "BYE"
+            let room = limit + (ending ? Self.endingReserve : 0)
+            if entries.count >= limit { entries = entries.filter { !$0.value.isDroppable(at: now) } }
+            guard entries.count < room else { return .answered(InboundAdmission.busy(request)) }
+            if case .tooFast(let seconds) = admission.withLock({ $0.admit(request, at: now) }) {
+                return .answered(InboundAdmission.tooFast(request, retryAfter: seconds))
+            }
             if key.method == "INVITE" {
                 var transaction = InviteServerTransaction(invite: request, reliable: reliable, timers: timers)
                 started = transaction.start(at: now)

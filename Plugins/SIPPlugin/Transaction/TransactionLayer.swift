@@ -67,6 +67,11 @@ struct TransactionLayer: Sendable {
             if let answer { reply(answer) }
         case .refused:
             log.log(.warning, "sip.inbound-refused", metadata: Self.describe(message))
+        case .answered(let answer):
+            reply(answer)
+            var metadata = Self.describe(message)
+            metadata["answer"] = "\(answer.status ?? 0)"
+            log.log(.warning, "sip.inbound-refused", metadata: metadata)
         }
     }
 

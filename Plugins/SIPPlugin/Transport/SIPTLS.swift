@@ -48,9 +48,18 @@ enum SIPTLS {
     /// this long: NIO SSL's default is 5 s.
     static let closeNotifyWait = TimeAmount.milliseconds(250)
 
+    /// How long a TLS handshake may take once TCP connected, like the 5 s connect timeout and
+    /// well under an action's timeout: a server that accepts and never finishes the handshake
+    /// costs each attempt this long, then the attempt fails (transient: the action backs off).
+    static let handshakeTimeout = TimeAmount.seconds(5)
+
     /// The NIO SSL context of `settings`.
-    /// - Throws: ``SIPTLSFailure`` naming the file that cannot be read.
+    /// - Throws: ``SIPTLSFailure`` naming the file that cannot be read, or that is not a regular
+    ///   file (never read: a FIFO would block the event loop that connects).
     static func context(_ settings: SIPTLSSettings) throws -> NIOSSLContext {
+        if let (path, kind) = settings.nonRegularFile {
+            throw SIPTLSFailure(description: "TLS settings unusable: \(path) is \(kind), not a regular file")
+        }
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = .tlsv12
         configuration.certificateVerification = .fullVerification
@@ -198,11 +207,14 @@ extension SIPTLS {
 /// Completes `done` when the TLS handshake finished, or fails it with the handshake's error (or
 /// the connection's end); sits right after the TLS handler. Keeps the peer's leaf certificate,
 /// as offered, for ``SIPTLS/explain(_:leaf:expected:trust:)``.
+/// Invariant: `done` is completed within ``SIPTLS/handshakeTimeout`` of the connection becoming
+/// active: a handshake still open then fails with ``TLSHandshakeTimedOut`` and the connection closes.
 final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
     let done: EventLoopPromise<Void>
+    private var deadline: Scheduled<Void>?
     /// The configured server name, which the certificate's DNS names must cover (NIO SSL also
     /// accepts a certificate naming the peer's IP address, whatever name was configured).
     let expectedName: String?
@@ -210,6 +222,29 @@ final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
     init(done: EventLoopPromise<Void>, expectedName: String?) {
         self.done = done
         self.expectedName = expectedName
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { armDeadline(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        armDeadline(context: context)
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+    }
+
+    private func armDeadline(context: ChannelHandlerContext) {
+        guard deadline == nil else { return }
+        let (done, channel) = (self.done, context.channel)
+        deadline = context.eventLoop.scheduleTask(in: SIPTLS.handshakeTimeout) {
+            done.fail(TLSHandshakeTimedOut())
+            channel.close(promise: nil)
+        }
+        done.futureResult.whenComplete { [deadline] _ in deadline?.cancel() }
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -236,6 +271,14 @@ final class TLSHandshakeWaiter: ChannelInboundHandler, RemovableChannelHandler {
     func channelInactive(context: ChannelHandlerContext) {
         done.fail(ChannelError.eof)
         context.fireChannelInactive()
+    }
+}
+
+/// The registrar accepted the TCP connection but did not finish the TLS handshake within
+/// ``SIPTLS/handshakeTimeout`` (a network fault, not a certificate one).
+struct TLSHandshakeTimedOut: Error, CustomStringConvertible {
+    var description: String {
+        "TLS handshake not finished within \(SIPTLS.handshakeTimeout.nanoseconds / 1_000_000_000) s"
     }
 }
 

@@ -281,6 +281,12 @@ final class DatagramInbound: ChannelInboundHandler {
         do {
             message = try SIPParser.parse(datagram: bytes)
         } catch {
+            if let answer = error.boundedHead?.boundedAnswer {
+                let buffer = context.channel.allocator.buffer(bytes: answer.serialized())
+                context.writeAndFlush(
+                    wrapOutboundOut(AddressedEnvelope(remoteAddress: envelope.remoteAddress, data: buffer)),
+                    promise: nil)
+            }
             log.log(
                 .warning, "sip.malformed-datagram",
                 metadata: [
@@ -321,6 +327,7 @@ final class DatagramInbound: ChannelInboundHandler {
 
 final class StreamInbound: ChannelInboundHandler {
     typealias InboundIn = SIPStreamFrame
+    typealias OutboundOut = ByteBuffer
 
     let flow: FlowCallbacks
     /// The door of a Contact listener's connection (``ContactStreamListener``); nil on a flow.
@@ -347,6 +354,13 @@ final class StreamInbound: ChannelInboundHandler {
                 if bounded, !channel.isWritable { return }
                 channel.writeAndFlush(channel.allocator.buffer(bytes: reply.serialized()), promise: nil)
             }
+        case .refused(let head, let reason):
+            flow.log.log(
+                .warning, "sip.refused-message",
+                metadata: TransactionLayer.describe(head).merging(["reason": "\(LogText.escaped(reason))"]) { $1 })
+            guard let answer = head.boundedAnswer else { return }
+            context.writeAndFlush(
+                wrapOutboundOut(context.channel.allocator.buffer(bytes: answer.serialized())), promise: nil)
         }
     }
 

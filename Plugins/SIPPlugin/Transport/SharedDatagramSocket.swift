@@ -43,6 +43,9 @@ final class SharedDatagramSocket: Sendable {
     /// Datagrams read per readable event: the pacing window's largest (`PacingWindow.Settings`).
     static let messagesPerRead: UInt = 64
 
+    /// The read buffer of every datagram: the largest message the parser accepts.
+    static let readBufferSize = SIPParser.maximumMessageSize
+
     /// How long a read is held back while only patient exchanges await answers (see
     /// ``ReadCoalescing``): long enough for a registrar to answer a window's worth, far under T1.
     static let patientReadDelay = TimeAmount.milliseconds(20)
@@ -69,6 +72,9 @@ final class SharedDatagramSocket: Sendable {
             // One readable event drains a window's worth of answers (NIO's default is 4), so the
             // REGISTERs they admit leave in one flush.
             .channelOption(.maxMessagesPerRead, value: Self.messagesPerRead)
+            // Whole datagrams up to the largest SIP message (RFC 3261 §18.1.1 allows 64 KB over
+            // UDP): NIO's default 2,048-byte buffer cut bigger NOTIFYs and INVITEs short.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: Self.readBufferSize))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(

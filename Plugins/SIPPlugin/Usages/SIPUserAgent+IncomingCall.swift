@@ -77,7 +77,8 @@ extension SIPUserAgent {
         }
         var offerAnswer = SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999))
         do {
-            try offerAnswer.received(offer: try SessionDescription.parse(request.body))
+            try offerAnswer.received(
+                offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch {
             logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
@@ -161,7 +162,8 @@ extension SIPUserAgent {
             return
         }
         do {
-            try call.offerAnswer.received(offer: try SessionDescription.parse(request.body))
+            try call.offerAnswer.received(
+                offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch OfferAnswerError.offerPending {
             remoteOfferSettled(id)
             reply(request.makeResponse(status: 491, reason: "Request Pending"))
