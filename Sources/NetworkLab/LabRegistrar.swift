@@ -76,7 +76,8 @@ public actor LabRegistrar {
         try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
         let config = RegistrarConfig.render(
             address4: address4, address6: address6, port: port, directory: directory, modules: modules,
-            digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute)
+            digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
+            udpWorkers: options.udpWorkers)
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
     }
 

@@ -15,6 +15,7 @@ import Foundation
 ///
 /// Placeholders: `@ADDR4@`, `@ADDR6@` (the IPv6 listeners are dropped when it is empty), `@PORT@`,
 /// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
+/// `@UDP_WORKERS@` (Kamailio's `children`, see ``RegistrarOptions/udpWorkers``),
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
 /// straight between the parties' Contacts and never reach the proxy).
 enum RegistrarConfig {
@@ -23,7 +24,7 @@ enum RegistrarConfig {
         debug=2
         log_stderror=yes
         log_prefix="NR "
-        children=2
+        children=@UDP_WORKERS@
         tcp_children=2
         auto_aliases=no
         listen=udp:@ADDR4@:@PORT@
@@ -256,7 +257,7 @@ extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
         address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
-        recordRoute: Bool = true
+        recordRoute: Bool = true, udpWorkers: Int = 1
     ) -> String {
         let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
@@ -264,6 +265,7 @@ extension RegistrarConfig {
             )
             .replacingOccurrences(of: "@DIR@", with: directory).replacingOccurrences(of: "@MODULES@", with: modules)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: digestAlgorithm)
+            .replacingOccurrences(of: "@UDP_WORKERS@", with: "\(min(max(udpWorkers, 1), 8))")
             .replacingOccurrences(
                 of: "@RECORD_ROUTE@", with: recordRoute ? "record_route();" : "# not record-routed (RegistrarOptions)")
         guard address6 == nil else { return text }

@@ -24,11 +24,17 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// request of the call passes through it; without it they go straight to the parties'
     /// Contacts (a proxy that stays out of the dialog).
     public var recordRoute: Bool
+    /// Kamailio's UDP worker processes (`children`), clamped to 1...8. With one, every datagram of
+    /// a socket is read and relayed in arrival order; with more, two requests sent back to back
+    /// (an ACK and the BYE after it) may leave the proxy in the other order, as UDP allows but a
+    /// scripted far end (sipp) does not tolerate. Default 1; a load bench wants more.
+    public var udpWorkers: Int
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,
-        privateMemoryMegabytes: Int = 4, recordRoute: Bool = true
+        privateMemoryMegabytes: Int = 4, recordRoute: Bool = true, udpWorkers: Int = 1
     ) {
+        self.udpWorkers = min(max(udpWorkers, 1), 8)
         self.digestAlgorithm = digestAlgorithm
         self.tlsConfiguration = tlsConfiguration
         self.sharedMemoryMegabytes = sharedMemoryMegabytes
