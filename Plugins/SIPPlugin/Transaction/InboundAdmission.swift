@@ -36,25 +36,6 @@ struct InboundAdmission: Sendable {
         case tooFast(retryAfter: Int)
     }
 
-    /// A token bucket: `tokens` as of `updated`.
-    struct Bucket: Hashable, Sendable {
-        var tokens: Double
-        var updated: ContinuousClock.Instant
-
-        /// Takes one token at `now` (refilling at `rate` up to `burst`); nil when taken, else how
-        /// long until one is there.
-        mutating func take(at now: ContinuousClock.Instant, rate: Double, burst: Double) -> Duration? {
-            let elapsed = max(0, Double((now - updated).nanosecondsValue) / 1e9)
-            tokens = min(burst, tokens + elapsed * rate)
-            updated = max(updated, now)
-            guard tokens < 1 else {
-                tokens -= 1
-                return nil
-            }
-            return .nanoseconds(Int64((1 - tokens) / rate * 1e9))
-        }
-    }
-
     struct DialogKey: Hashable, Sendable {
         var callID: String
         var fromTag: String
@@ -62,8 +43,8 @@ struct InboundAdmission: Sendable {
     }
 
     let settings: Settings
-    private var strangers: Bucket?
-    private(set) var dialogs: [DialogKey: Bucket] = [:]
+    private var strangers: TokenBucket?
+    private(set) var dialogs: [DialogKey: TokenBucket] = [:]
 
     init(settings: Settings = Settings()) {
         self.settings = settings
@@ -89,12 +70,12 @@ struct InboundAdmission: Sendable {
         {
             dialogs[idle.key] = nil
         }
-        dialogs[key] = Bucket(tokens: settings.dialogBurst - 1, updated: now)
+        dialogs[key] = TokenBucket(tokens: settings.dialogBurst - 1, updated: now)
         return .admit
     }
 
     private mutating func takeStranger(at now: ContinuousClock.Instant) -> Verdict {
-        var bucket = strangers ?? Bucket(tokens: settings.strangerBurst, updated: now)
+        var bucket = strangers ?? TokenBucket(tokens: settings.strangerBurst, updated: now)
         let wait = bucket.take(at: now, rate: settings.strangerRate, burst: settings.strangerBurst)
         strangers = bucket
         return wait.map { .tooFast(retryAfter: Self.seconds($0)) } ?? .admit

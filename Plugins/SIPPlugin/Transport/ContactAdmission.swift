@@ -20,26 +20,19 @@ struct ContactAdmission: Hashable, Sendable {
     let rate: Int
     /// Requests admitted back to back after a quiet spell (at least 1).
     let burst: Int
-    private var tokens: Double
-    private var last: ContinuousClock.Instant?
+    /// Full (`burst` tokens) at the first request.
+    private var bucket: TokenBucket?
 
     init(rate: Int = 10, burst: Int = 40) {
         self.rate = max(1, rate)
         self.burst = max(1, burst)
-        self.tokens = Double(self.burst)
     }
 
     /// Whether one request arriving at `now` is let in.
     mutating func admit(at now: ContinuousClock.Instant) -> Bool {
-        if let last, now > last {
-            let elapsed = now - last
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            tokens = min(Double(burst), tokens + seconds * Double(rate))
-        }
-        if last.map({ now > $0 }) ?? true { last = now }
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
+        var bucket = self.bucket ?? TokenBucket(tokens: Double(burst), updated: now)
+        defer { self.bucket = bucket }
+        return bucket.take(at: now, rate: Double(rate), burst: Double(burst)) == nil
     }
 }
 
