@@ -7,6 +7,7 @@
 //   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
+//   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding recovery (root)
 import Foundation
 import ResilienceDaemon
 
@@ -32,6 +33,10 @@ do {
     case "idle-daemon":
         let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
         try await IdleDaemonBenchmark(seconds: min(max(seconds, 10), 600)).run()
+    case "nat":
+        let minutes = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
+        let rebindings = arguments.count > 2 ? Int(arguments[2]) ?? 10 : 10
+        try await NATBenchmark(minutes: min(max(minutes, 1), 120), rebindings: min(max(rebindings, 1), 100)).run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -47,6 +52,7 @@ do {
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | nat [minutes] [rebindings]"
         )
         exit(64)
     }

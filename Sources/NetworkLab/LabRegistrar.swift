@@ -74,10 +74,12 @@ public actor LabRegistrar {
         memoryArguments = options.memoryArguments
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
-        let config = RegistrarConfig.render(
-            address4: address4, address6: address6, port: port, directory: directory, modules: modules,
-            digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
-            udpWorkers: options.udpWorkers)
+        let config = RegistrarConfig.withNAT(
+            options.nat,
+            RegistrarConfig.render(
+                address4: address4, address6: address6, port: port, directory: directory, modules: modules,
+                digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
+                udpWorkers: options.udpWorkers))
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
     }
 

@@ -17,7 +17,8 @@ import Foundation
 /// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
 /// `@UDP_WORKERS@` (Kamailio's `children`, see ``RegistrarOptions/udpWorkers``),
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
-/// straight between the parties' Contacts and never reach the proxy).
+/// straight between the parties' Contacts and never reach the proxy); `# @NAT_…@` comment lines
+/// (``RegistrarConfig/withNAT(_:_:)``).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -64,6 +65,7 @@ enum RegistrarConfig {
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
+        # @NAT_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -98,6 +100,7 @@ enum RegistrarConfig {
                 sl_send_reply("483", "Too Many Hops");
                 exit;
             }
+            # @NAT_REQUEST@
             if (has_totag() && $sht(faults=>reject481) > 0) {
                 $sht(faults=>reject481) = 0;
                 xlog("L_NOTICE", "NRTEST FAULT481 user=$fU method=$rm at=$TV(Sn)\n");
@@ -210,6 +213,7 @@ enum RegistrarConfig {
                 exit;
             }
             consume_credentials();
+            # @NAT_REGISTER@
             if ($sht(faults=>drop200) > 0) {
                 $sht(faults=>drop200) = 0;
                 # 0x02: update the binding but send no reply, as if the 200 OK were lost.
@@ -250,6 +254,7 @@ enum RegistrarConfig {
             }
             t_release();
         }
+        # @NAT_ROUTES@
         """#
 }
 

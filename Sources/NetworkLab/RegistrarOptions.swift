@@ -29,6 +29,9 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// (an ACK and the BYE after it) may leave the proxy in the other order, as UDP allows but a
     /// scripted far end (sipp) does not tolerate. Default 1; a load bench wants more.
     public var udpWorkers: Int
+    /// NAT handling (nathelper, STUN on the SIP port, a `Flow-Timer`: ``RegistrarNAT``); nil: none,
+    /// the registrar takes every Contact as it is.
+    public var nat: RegistrarNAT? = nil
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,
