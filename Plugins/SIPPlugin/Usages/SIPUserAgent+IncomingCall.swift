@@ -35,7 +35,15 @@ extension SIPUserAgent {
             return true
         }
         if method == "INVITE", toTag == nil {
-            incomingInvite(request, callID: callID, fromTag: fromTag, transaction: transaction, reply: reply)
+            let replaces = IncomingReplaces.verdict(request.headers.values("Replaces"), calls: replaceableCalls)
+            if case .reject(let status, let reason)? = replaces {
+                reply(request.makeResponse(status: status, reason: reason, toTag: randomToken()))
+                return true
+            }
+            let id = incomingInvite(request, callID: callID, fromTag: fromTag, transaction: transaction, reply: reply)
+            if case .replace(let old, let confirmed)? = replaces, let id {
+                await replace(old, with: id, confirmed: confirmed)
+            }
             return true
         }
         guard let toTag,
