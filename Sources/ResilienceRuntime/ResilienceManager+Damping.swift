@@ -77,6 +77,7 @@ extension ResilienceManager {
         let now = clock.now
         let settled = networkRelease.map { now >= $0 } ?? false
         if var held = heldNetwork, settled || !networkDamping.isSuppressed(at: now) {
+            if settled { networkDamping.settle(at: now) }
             heldNetwork = nil
             heldNetworkSince = nil
             held.isRelease = true

@@ -20,6 +20,11 @@ struct StableReturnDampingTests {
         #expect(reuse > start + .seconds(15), "the penalty alone would hold the return for \(reuse - start)")
         #expect(damping.releaseInstant(ofReturnAt: start + .seconds(3)) == start + .seconds(8))
         #expect(damping.releaseInstant(ofReturnAt: reuse) == reuse, "never later than the penalty's own end")
+        damping.settle(at: start + .seconds(8))
+        let stillSuppressed = damping.isSuppressed(at: start + .seconds(8))
+        #expect(!stillSuppressed, "settled: the suppression is over")
+        let nextFlap = damping.recordFlap(at: start + .seconds(9))
+        #expect(!nextFlap, "one flap after settling acts at once (penalty \(damping.penalty(at: start + .seconds(9))))")
         var undamped = FlapDamping(policy: .off)
         let undampedSuppressed = undamped.recordFlap(at: start)
         #expect(!undampedSuppressed)
@@ -30,7 +35,8 @@ struct StableReturnDampingTests {
 extension ManagerDampingTests {
     /// Three quick flaps suppress (default policy: 3 × 1000 ≥ 2500) and the third return is held;
     /// the link then stays up: the return is decided 5 s after it came, with one REGISTER, where
-    /// the penalty (3000 decaying to 750 with a 10 s half-life) would have held it 20 s.
+    /// the penalty (3000 decaying to 750 with a 10 s half-life) would have held it 20 s; the
+    /// damping has settled then, so the next flap's return acts at once.
     @Test func aReturnHeldByDampingIsDecidedFiveSecondsAfterTheLinkSettled() async throws {
         let (manager, events, group, run) = try await start()
         for round in 1...3 {
@@ -50,6 +56,13 @@ extension ManagerDampingTests {
         }
         #expect(sip.starts.filter { $0.action.kind == .register }.count == registersBefore + 1)
         #expect(await manager.status().damping.networkHeldUntil == nil)
+        // Settled: the next flap's return is acted on at once, not held again.
+        let processed = events.recorded.filter(\.isNetworkProcessed).count
+        await source.lose(.adminDown)
+        try await events.wait { $0.filter(\.isNetworkProcessed).count == processed + 1 }
+        await source.restore()
+        try await events.wait { $0.filter(\.isNetworkProcessed).count == processed + 2 }
+        #expect(await manager.status().damping.networkHeldUntil == nil, "the return after settling is not held")
         await group.triggerGracefulShutdown()
         try await run.value
     }
