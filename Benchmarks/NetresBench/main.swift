@@ -7,6 +7,7 @@
 //   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
+//   netres-bench failover [rounds] [accounts]       primary registrar killed → all bound at the backup (root)
 import Foundation
 import ResilienceDaemon
 
@@ -32,6 +33,12 @@ do {
     case "idle-daemon":
         let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
         try await IdleDaemonBenchmark(seconds: min(max(seconds, 10), 600)).run()
+    case "failover":
+        let words = Array(arguments.dropFirst())
+        var benchmark = FailoverBenchmark()
+        benchmark.rounds = max(1, min(words.first.flatMap { Int($0) } ?? 3, 50))
+        benchmark.accounts = max(2, min(words.dropFirst().first.flatMap { Int($0) } ?? 100, 1000))
+        try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -47,6 +54,7 @@ do {
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | failover [rounds] [accounts]"
         )
         exit(64)
     }

@@ -184,7 +184,8 @@ public actor LabRegistrar {
 
 /// A fault the registrar plays on the wire, armed through Kamailio's `faults` htable.
 public enum RegistrarFault: Sendable, CustomStringConvertible {
-    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day).
+    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day;
+    /// 0 sends no Retry-After, which RFC 3263 §4.3 reads as "try the next server").
     case serviceUnavailable(retryAfter: Int, count: Int)
     /// The next authenticated REGISTER updates the binding but its 200 OK is never sent.
     case dropNextRegisterOK

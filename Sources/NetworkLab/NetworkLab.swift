@@ -26,6 +26,8 @@ public actor NetworkLab {
     var children: [pid_t] = []
     var timeline: [LabEvent] = []
     var nftSerial = 0
+    /// `/etc/netns/NS` folders a ``LabDNS`` wrote; removed at shutdown.
+    var resolverFolders: [String] = []
     var isShutDown = false
 
     /// Whether this machine can host a lab: root, and iproute2 installed.
@@ -141,6 +143,7 @@ public actor NetworkLab {
             _ = try? await ip(["netns", "delete", host.namespace])
         }
         hosts.removeAll()
+        removeResolverFolders()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

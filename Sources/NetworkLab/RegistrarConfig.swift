@@ -181,7 +181,9 @@ enum RegistrarConfig {
         route[REGISTRAR] {
             if ($sht(faults=>unavailable) > 0) {
                 $sht(faults=>unavailable) = $sht(faults=>unavailable) - 1;
-                append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                if ($sht(faults=>retryafter) > 0) {
+                    append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                }
                 xlog("L_NOTICE", "NRTEST FAULT503 user=$fU retry-after=$sht(faults=>retryafter) at=$TV(Sn)\n");
                 sl_send_reply("503", "Service Unavailable");
                 exit;

@@ -1,0 +1,175 @@
+import Foundation
+import NetworkLab
+import Testing
+
+/// RFC 3263 failover with `netres run` against real servers: dnsmasq serving NAPTR/SRV/A for a
+/// domain without an A record of its own, a primary and a backup Kamailio (NetworkLab's
+/// ``ClientAndRegistrars``), 100 accounts (50 UDP, 50 TCP) in one daemon. Asserted through the
+/// servers' request logs.
+@Suite(
+    .serialized, .needsNamespaces,
+    .enabled(if: LabRegistrar.isInstalled && LabDNS.isInstalled, "needs kamailio and dnsmasq (dnsmasq-base)"),
+    .timeLimit(.minutes(2)))
+struct RegistrarFailoverFaultTests {
+    static let flowPing = 2.0
+    /// RFC 3261 timer F with T1 = 500 ms: one REGISTER timeout.
+    static let registerTimeout = 32.0
+    static let udpUsers = (1...50).map { "fu\($0)" }
+    static let tcpUsers = (1...50).map { "ft\($0)" }
+    static var users: [String] { udpUsers + tcpUsers }
+    /// Accounts that also keep a message-summary subscription (registration must come first).
+    static let subscribed: Set<String> = ["fu1", "fu2", "ft1", "ft2"]
+
+    /// A `netres run` config with every account, registrar `lab.test` with no port (SRV decides).
+    static func writeConfig(_ lab: ClientAndRegistrars) throws -> String {
+        let path = lab.lab.directory + "/netres-failover.yaml"
+        var text = """
+            log-format: json
+            control-socket: \(lab.lab.directory)/netres-failover.sock
+            interfaces: [nrc0]
+            hold-down: 0
+            state-directory: \(lab.lab.directory)/state
+            accounts:
+
+            """
+        for user in users {
+            text += """
+                  - name: \(user)
+                    registrar: \(lab.domain)
+                    transport: \(user.hasPrefix("fu") ? "udp" : "tcp")
+                    user: \(user)
+                    domain: \(lab.domain)
+                    password: secret-\(user)
+                    flow-ping: \(Int(flowPing))s
+
+                """
+            if subscribed.contains(user) { text += "    subscriptions: [{ package: message-summary }]\n" }
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// The first `REGISTERED` instant of each user at `registrar` after `instant`.
+    static func bound(at registrar: LabRegistrar, after instant: Double) -> [String: Double] {
+        var first: [String: Double] = [:]
+        for line in registrar.requests() where line.kind == "REGISTERED" && line.at > instant {
+            if first[line.user] == nil { first[line.user] = line.at }
+        }
+        return first
+    }
+
+    /// Waits (≤ `seconds`) until every user is bound at `registrar` after `instant`; the bindings.
+    static func everyoneBound(at registrar: LabRegistrar, after instant: Double, within seconds: Double) async
+        -> [String: Double]
+    {
+        _ = await eventually(within: .seconds(seconds)) { bound(at: registrar, after: instant).count >= users.count }
+        return bound(at: registrar, after: instant)
+    }
+
+    @Test func aKilledOrSilencedPrimaryMovesEveryAccountToTheBackupAndBackWhenItReturns() async throws {
+        let testStart = realtime()
+        try await withNetworkLab { network in
+            let lab = try await network.addClientAndRegistrars()
+            let labUp = realtime()
+            let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
+            let output = network.directory + "/netres-failover.out"
+            try await network.spawn(
+                in: lab.client, [netres, "run", "--config", try Self.writeConfig(lab)], output: output)
+            // `lab.test` has NAPTR and SRV records only: every account found the primary through them.
+            let initial = await Self.everyoneBound(at: lab.primary, after: 0, within: 30)
+            try #require(
+                initial.count == Self.users.count,
+                "bound at the primary: \(initial.count)/100; netres: \(Self.tail(output))")
+            #expect(Self.bound(at: lab.backup, after: 0).isEmpty, "the backup bound accounts before any fault")
+            let registeredAt = realtime()
+
+            // 1. The primary dies (SIGKILL): TCP flows are reset, UDP pings refused.
+            let killedAt = realtime()
+            await lab.killPrimary()
+            let moved = await Self.everyoneBound(
+                at: lab.backup, after: killedAt, within: Self.flowPing + Self.registerTimeout)
+            #expect(moved.count == Self.users.count, "on the backup after the kill: \(moved.count)/100")
+            let killFailover = (moved.values.max() ?? killedAt) - killedAt
+            // The first unanswered request goes at the latest one flow-ping interval after the kill.
+            #expect(killFailover <= Self.flowPing + Self.registerTimeout, "last account moved after \(killFailover) s")
+            Self.expectRegistrationFirstAndNoStorm(at: lab.backup, since: killedAt, bound: moved, log: output)
+
+            // 2. The primary returns: accounts go back to it, probed at the failover's backoff.
+            let returnedAt = realtime()
+            try await lab.primary.start()
+            let back = await Self.everyoneBound(at: lab.primary, after: returnedAt, within: 20)
+            #expect(back.count == Self.users.count, "back on the primary: \(back.count)/100")
+            let backAt = realtime()
+            let probes = lab.primary.requests().filter { $0.kind == "OPTIONS" && $0.at > returnedAt }.count
+            #expect(probes <= 3 * Self.users.count, "\(probes) OPTIONS to the returning primary")
+
+            // 3. The primary goes silent (every packet dropped): unanswered flow pings move them.
+            try await Task.sleep(for: .seconds(1))
+            let silencedAt = realtime()
+            try await lab.silencePrimary()
+            let fled = await Self.everyoneBound(
+                at: lab.backup, after: silencedAt, within: Self.flowPing + Self.registerTimeout)
+            #expect(fled.count == Self.users.count, "on the backup after silence: \(fled.count)/100")
+            let silentFailover = (fled.values.max() ?? silencedAt) - silencedAt
+            for prefix in ["fu", "ft"] {
+                let times = fled.filter { $0.key.hasPrefix(prefix) }.values.map { Int(($0 - silencedAt) * 1000) }
+                    .sorted()
+                print(
+                    "DEBUG silence \(prefix): \(times.first ?? -1) ... \(times[times.count / 2]) ... \(times.last ?? -1)"
+                )
+            }
+            #expect(
+                silentFailover <= Self.flowPing + Self.registerTimeout, "last account moved after \(silentFailover) s")
+            Self.expectRegistrationFirstAndNoStorm(at: lab.backup, since: silencedAt, bound: fled, log: output)
+            try? FileManager.default.removeItem(atPath: "/tmp/failover-debug")
+            try? FileManager.default.createDirectory(atPath: "/tmp/failover-debug", withIntermediateDirectories: true)
+            for file in ["netres-failover.out", "registrar-registrar/kamailio.log", "registrar-backup-registrar/kamailio.log"] {
+                try? FileManager.default.copyItem(
+                    atPath: network.directory + "/" + file,
+                    toPath: "/tmp/failover-debug/" + file.replacingOccurrences(of: "/", with: "-"))
+            }
+            print(
+                "failover: kill \(Int(killFailover * 1000)) ms, silence \(Int(silentFailover * 1000)) ms (100 accounts);"
+                    + " lab \(labUp - testStart) s, registered \(registeredAt - labUp) s, back \(backAt - returnedAt) s"
+            )
+        }
+    }
+
+    /// After a move to `registrar`: each subscribed account's SUBSCRIBE reached it after its
+    /// REGISTER was bound (RFC 3261 order of a client: registration first), and no account sent it
+    /// more than two REGISTER transactions (the challenged one and the answered one), twice over
+    /// for a retry at most.
+    static func expectRegistrationFirstAndNoStorm(
+        at registrar: LabRegistrar, since: Double, bound: [String: Double], log: String
+    ) {
+        for user in subscribed {
+            let subscribe = registrar.requests().first {
+                $0.kind == "AUTHORIZED" && $0.user == user && $0.fields["method"] == "SUBSCRIBE" && $0.at > since
+            }
+            #expect(subscribe != nil, "\(user) did not subscribe at the backup: \(trace(user, registrar, since, log))")
+            if let subscribe, let registered = bound[user] {
+                #expect(subscribe.at >= registered, "\(user) subscribed before it was registered")
+            }
+        }
+        let storm = users.filter { registrar.transactionCount(of: "REGISTER", from: $0, since: since) > 4 }
+        #expect(
+            storm.isEmpty,
+            "more than 4 REGISTER transactions: \(storm): \(storm.first.map { trace($0, registrar, since, log) } ?? "")"
+        )
+    }
+
+    /// What `user` did at `registrar` since `since`, and its lines in the daemon's log.
+    static func trace(_ user: String, _ registrar: LabRegistrar, _ since: Double, _ log: String) -> String {
+        let requests = registrar.requests().filter { $0.user == user && $0.at > since }.map {
+            "\($0.kind) \($0.fields["method"] ?? "") \($0.fields["cseq"] ?? "") +\(Int(($0.at - since) * 1000))ms"
+        }
+        let lines = ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").filter {
+            $0.contains("\"\(user)") || $0.contains("\(user).")
+        }
+        return requests.joined(separator: "; ") + "\n" + lines.suffix(40).joined(separator: "\n")
+    }
+
+    static func tail(_ path: String) -> String {
+        String(((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").suffix(1500))
+    }
+}
