@@ -101,10 +101,11 @@ public actor SIPUserAgent {
     /// RFC 3263 answers, shared with the plugin's other accounts (see `SIPUserAgent+Failover`).
     nonisolated let directory: RegistrarDirectory
     /// The target in use and when the preferred one is probed again; the target of the last 2xx
-    /// to a REGISTER; the flows of probes in progress (their loss is nobody's).
+    /// to a REGISTER; the flows of probes in progress (their loss is nobody's), and whether one runs.
     var failover = RegistrarFailover()
     var boundTarget: SIPTarget?
     var probeFlows: Set<ObjectIdentifier> = []
+    var probing = false
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.

@@ -70,20 +70,30 @@ extension SIPUserAgent {
         return true
     }
 
-    /// While bound on a backup and a probe is due (`RegistrarFailover`), asks the preferred
-    /// target with one OPTIONS over a flow of its own (within `timers.pongTimeout`); when it
-    /// answers, registers there again. True when the account moved back.
-    func returnToPreferredIfAnswering(path: NetworkPath) async throws -> Bool {
-        guard let preferred = failover.probeDue(at: clock.now) else { return false }
-        let answered = await probe(preferred, path: path)
-        logger.info("sip.preferred-probed", metadata: ["target": "\(preferred)", "answered": "\(answered)"])
-        guard answered else {
-            failover.probeFailed(at: clock.now)
-            return false
+    /// While bound on a backup and a probe is due (`RegistrarFailover`), starts one probe of the
+    /// preferred target beside the caller (a flow ping), never in its way: one OPTIONS over a flow
+    /// of its own, answered within `timers.pongTimeout`. When it answers, the account's services
+    /// are reported as on a lost flow, so the runtime registers there again and then
+    /// resubscribes (registration first, paced and throttled like any loss); when it does not, the
+    /// next probe waits longer. At most one probe runs at a time.
+    func probePreferredIfDue(path: NetworkPath) {
+        guard !probing, let preferred = failover.probeDue(at: clock.now) else { return }
+        probing = true
+        Task {
+            let answered = await probe(preferred, path: path)
+            finishProbe(of: preferred, answered: answered)
         }
+    }
+
+    private func finishProbe(of preferred: SIPTarget, answered: Bool) {
+        probing = false
+        logger.info("sip.preferred-probed", metadata: ["target": "\(preferred)", "answered": "\(answered)"])
+        guard failover.isOnBackup, failover.preferred == preferred else { return }
+        guard answered else { return failover.probeFailed(at: clock.now) }
         failover.probeAnswered()
-        try await register(path: path)
-        return failover.target == preferred
+        let services = servicesOnFlow
+        subscriptionsLostTheirFlow()
+        onFlowLost(services)
     }
 
     private func probe(_ target: SIPTarget, path: NetworkPath) async -> Bool {

@@ -18,8 +18,8 @@ extension SIPUserAgent {
     /// while the registrar may hold a binding, this registers through it instead, so a lost flow
     /// always ends with the account bound on the new one.
     public func sendFlowPing(path: NetworkPath) async throws {
-        // On a backup registrar, the preferred one is asked first when its probe is due.
-        if try await returnToPreferredIfAnswering(path: path) { return }
+        // On a backup registrar, the preferred one is asked beside this ping when its probe is due.
+        probePreferredIfDue(path: path)
         let flow = try await flow(for: path)
         let mayBeBound = registration.granted != nil || registration.outcomeUnknown
         if mayBeBound, registration.registeredFlow !== flow {
