@@ -117,6 +117,56 @@ struct RegistrarFailoverFaultTests {
         }
     }
 
+    /// The lab's DNS faults: with dnsmasq down, a network change (which drops the cached answers)
+    /// still finds the primary through the last answer (served stale); with a record change
+    /// (the backup now first) the next network change moves the accounts there.
+    @Test func aDNSServerDownKeepsTheLastAnswerAndARecordChangeIsFollowedAfterANetworkChange() async throws {
+        try await withNetworkLab { network in
+            let lab = try await network.addClientAndRegistrars()
+            let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
+            let users = ["du1", "dt1"]
+            var text = """
+                log-format: json
+                control-socket: \(network.directory)/netres-dns.sock
+                interfaces: [nrc0]
+                hold-down: 0
+                accounts:
+
+                """
+            for user in users {
+                text +=
+                    "  - { name: \(user), registrar: \(lab.domain), transport: \(user == "du1" ? "udp" : "tcp"), "
+                    + "user: \(user), domain: \(lab.domain), password: secret-\(user) }\n"
+            }
+            let config = network.directory + "/netres-dns.yaml"
+            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            let output = network.directory + "/netres-dns.out"
+            try await network.spawn(in: lab.client, [netres, "run", "--config", config], output: output)
+            let bound = await eventually(within: .seconds(20)) {
+                Set(lab.primary.requests().filter { $0.kind == "REGISTERED" }.map(\.user)).count == users.count
+            }
+            try #require(bound, "not bound at the primary: \(Self.tail(output))")
+
+            await lab.dns.stop()
+            let downAt = realtime()
+            _ = try await network.inject(.adminDown(lab.link, for: .seconds(1)))
+            let stale = await eventually(within: .seconds(15)) {
+                Set(Self.bound(at: lab.primary, after: downAt).keys) == Set(users)
+            }
+            #expect(stale, "not registered again at the primary with the DNS server down: \(Self.tail(output))")
+
+            try await lab.dns.replace(ClientAndRegistrars.records(domain: lab.domain, ttl: 60, primaryFirst: false))
+            let changedAt = realtime()
+            _ = try await network.inject(.adminDown(lab.link, for: .seconds(1)))
+            let moved = await eventually(within: .seconds(15)) {
+                Set(Self.bound(at: lab.backup, after: changedAt).keys) == Set(users)
+            }
+            #expect(moved, "the changed records did not move the accounts to the backup: \(Self.tail(output))")
+            let asked = lab.dns.queries().filter { $0.name == lab.domain || $0.name.hasSuffix("." + lab.domain) }
+            #expect(!asked.isEmpty, "dnsmasq logged no question for \(lab.domain)")
+        }
+    }
+
     /// After a move to `registrar`: each subscribed account's SUBSCRIBE reached it after its
     /// REGISTER was bound (RFC 3261 order of a client: registration first), and no account sent it
     /// more than two REGISTER transactions (the challenged one and the answered one), twice over

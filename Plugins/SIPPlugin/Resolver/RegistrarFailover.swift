@@ -25,13 +25,14 @@ struct RegistrarFailover: Sendable {
     /// Whether the account uses another target than the preferred one.
     var isOnBackup: Bool { current > 0 }
 
-    /// A new resolution: the current target is kept when it is still listed, else the first.
+    /// A new resolution: the same list keeps the target in use (a TTL's re-resolution moves
+    /// nobody); a changed one (a record change) starts at its own preferred target.
     mutating func update(_ resolved: [SIPTarget]) {
         guard resolved != targets else { return }
-        let kept = target.flatMap { resolved.firstIndex(of: $0) }
         targets = resolved
-        current = kept ?? 0
-        if current == 0 { nextProbe = nil }
+        current = 0
+        nextProbe = nil
+        probeDelay = Self.firstProbeDelay
     }
 
     /// `failed` did not answer (timeout, 503 without Retry-After, refused or reset, an unanswered
