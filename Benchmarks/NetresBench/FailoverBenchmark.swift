@@ -23,21 +23,8 @@ struct FailoverBenchmark {
         try await withNetworkLab { network in
             let lab = try await network.addClientAndRegistrars()
             let users = (0..<accounts).map { $0 % 2 == 0 ? "bu\($0)" : "bt\($0)" }
-            let config = network.directory + "/netres-failover.yaml"
-            var text = """
-                log-format: json
-                control-socket: \(network.directory)/netres-failover.sock
-                interfaces: [nrc0]
-                hold-down: 0
-                accounts:
-
-                """
-            for user in users {
-                text +=
-                    "  - { name: \(user), registrar: \(lab.domain), transport: \(user.hasPrefix("bu") ? "udp" : "tcp"), "
-                    + "user: \(user), domain: \(lab.domain), password: secret-\(user), flow-ping: 2s }\n"
-            }
-            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            let config = try lab.writeDaemonConfig(
+                name: "netres-failover", accounts: users.map { ($0, $0.hasPrefix("bu") ? "udp" : "tcp") }, flowPing: 2)
             try await network.spawn(
                 in: lab.client, [netres, "run", "--config", config], output: network.directory + "/netres.log")
             guard await Self.allBound(users, at: lab.primary, after: 0, within: 60) else {

@@ -134,3 +134,36 @@ extension LabRegistrar {
         await placement.record("registrar killed")
     }
 }
+
+extension ClientAndRegistrars {
+    /// Writes a `netres run` configuration named `name` into the lab's folder and returns its
+    /// path: JSON log, control socket `NAME.sock` beside it, interface `nrc0`, hold-down 0, and
+    /// one account per `(user, transport)` registering at ``domain`` with no port (its NAPTR and
+    /// SRV records decide), password `secret-USER`, `flow-ping` when given, plus the inline YAML
+    /// keys `extra[user]` (e.g. `subscriptions: [{ package: reg }]`).
+    public func writeDaemonConfig(
+        name: String, accounts: [(user: String, transport: String)], flowPing: Int? = nil,
+        extra: [String: String] = [:]
+    ) throws -> String {
+        let path = lab.directory + "/\(name).yaml"
+        var text = """
+            log-format: json
+            control-socket: \(lab.directory)/\(name).sock
+            interfaces: [nrc0]
+            hold-down: 0
+            accounts:
+
+            """
+        for (user, transport) in accounts {
+            let keys =
+                [
+                    "name: \(user)", "registrar: \(domain)", "transport: \(transport)", "user: \(user)",
+                    "domain: \(domain)",
+                    "password: secret-\(user)",
+                ] + (flowPing.map { ["flow-ping: \($0)s"] } ?? []) + (extra[user].map { [$0] } ?? [])
+            text += "  - { \(keys.joined(separator: ", ")) }\n"
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+}

@@ -22,31 +22,11 @@ struct RegistrarFailoverFaultTests {
 
     /// A `netres run` config with every account, registrar `lab.test` with no port (SRV decides).
     static func writeConfig(_ lab: ClientAndRegistrars) throws -> String {
-        let path = lab.lab.directory + "/netres-failover.yaml"
-        var text = """
-            log-format: json
-            control-socket: \(lab.lab.directory)/netres-failover.sock
-            interfaces: [nrc0]
-            hold-down: 0
-            state-directory: \(lab.lab.directory)/state
-            accounts:
-
-            """
-        for user in users {
-            text += """
-                  - name: \(user)
-                    registrar: \(lab.domain)
-                    transport: \(user.hasPrefix("fu") ? "udp" : "tcp")
-                    user: \(user)
-                    domain: \(lab.domain)
-                    password: secret-\(user)
-                    flow-ping: \(Int(flowPing))s
-
-                """
-            if subscribed.contains(user) { text += "    subscriptions: [{ package: message-summary }]\n" }
-        }
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        return path
+        try lab.writeDaemonConfig(
+            name: "netres-failover", accounts: users.map { ($0, $0.hasPrefix("fu") ? "udp" : "tcp") },
+            flowPing: Int(flowPing),
+            extra: Dictionary(
+                uniqueKeysWithValues: subscribed.map { ($0, "subscriptions: [{ package: message-summary }]") }))
     }
 
     /// The first `REGISTERED` instant of each user at `registrar` after `instant`.
@@ -125,21 +105,8 @@ struct RegistrarFailoverFaultTests {
             let lab = try await network.addClientAndRegistrars()
             let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
             let users = ["du1", "dt1"]
-            var text = """
-                log-format: json
-                control-socket: \(network.directory)/netres-dns.sock
-                interfaces: [nrc0]
-                hold-down: 0
-                accounts:
-
-                """
-            for user in users {
-                text +=
-                    "  - { name: \(user), registrar: \(lab.domain), transport: \(user == "du1" ? "udp" : "tcp"), "
-                    + "user: \(user), domain: \(lab.domain), password: secret-\(user) }\n"
-            }
-            let config = network.directory + "/netres-dns.yaml"
-            try text.write(toFile: config, atomically: true, encoding: .utf8)
+            let config = try lab.writeDaemonConfig(
+                name: "netres-dns", accounts: users.map { ($0, $0 == "du1" ? "udp" : "tcp") })
             let output = network.directory + "/netres-dns.out"
             try await network.spawn(in: lab.client, [netres, "run", "--config", config], output: output)
             let bound = await eventually(within: .seconds(20)) {
