@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ResilienceTesting
 import Testing
 
 @testable import SIPPlugin
@@ -82,5 +83,25 @@ struct RTPEchoSessionNATTests {
             return count
         }
         #expect(after <= 1, "at most one in flight at close, then silence: \(after)")
+    }
+
+    /// RFC 6263's 15 s on a ``ManualClock``: one keep-alive when the far end is negotiated, none
+    /// 14 s later, the next at 15 s; the timer sleeps in between (one sleeper, no polling).
+    @Test func theKeepAliveTimerRunsOnTheSessionsClock() async throws {
+        let far = try UDPTestPeer()
+        let clock = ManualClock()
+        let session = RTPEchoSession(mode: .sink, clock: clock)
+        _ = try await session.describe(localAddress: "127.0.0.1", direction: .sendrecv, answering: nil)
+        try await session.negotiated(
+            NegotiatedMedia(remoteAddress: "127.0.0.1", remotePort: far.port, direction: .sendonly))
+        #expect(await far.run { $0.receive(within: 5) } != nil, "the first at once")
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(14))
+        #expect(await far.run { $0.receive(within: 0.5) } == nil, "nothing before 15 s of silence")
+        await clock.waitForSleepers()
+        clock.advance(by: .seconds(1))
+        #expect(await far.run { $0.receive(within: 5) } != nil, "the next at 15 s")
+        #expect(await session.keepAlivesSent == 2)
+        await session.close()
     }
 }

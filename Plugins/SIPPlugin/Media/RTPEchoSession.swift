@@ -106,20 +106,37 @@ public actor RTPEchoSession: MediaSession {
         var types = Set(formats.map(\.payloadType))
         if let agreed = media.payloadType.flatMap({ Int($0) }) { types.insert(agreed) }
         send(counters.negotiated(remote, payloadTypes: types, sends: media.direction.sends))
-        if keepAliveTask == nil, remote != nil {
-            keepAliveTask = Task { [weak self] in await self?.keepAlive() }
+        if remote != nil { startKeepAlive() }
+    }
+
+    /// Starts the keep-alive timer unless it runs: it sleeps on the session's clock until the
+    /// stream has been silent for the interval, sends, and ends when there is no far end (a new
+    /// negotiation starts it again) or on ``close()``. It holds the session only weakly, so a
+    /// session dropped without ``close()`` stops it at its next wake-up.
+    private func startKeepAlive() {
+        guard keepAliveTask == nil else { return }
+        let clock = self.clock
+        keepAliveTask = Task { [weak self] in
+            while let due = await self?.keepAliveDueOrStop() {
+                do { try await clock.sleep(until: due, tolerance: nil) } catch { return }
+                await self?.keepAliveTick()
+            }
         }
     }
 
-    /// The keep-alive timer: sleeps until the stream has been silent for the interval, sends,
-    /// and ends when there is no far end (a new negotiation starts it again) or on ``close()``.
-    private func keepAlive() async {
-        while !Task.isCancelled, let due = counters.snapshot.keepAlive.nextDue {
-            do { try await clock.sleep(until: due, tolerance: nil) } catch { break }
-            send(counters.keepAliveTick(at: clock.now))
+    /// The next keep-alive's instant; nil when the timer should end (cancelled by ``close()``,
+    /// or no far end: then it is forgotten in the same turn, so a negotiation after it starts a
+    /// new one).
+    private func keepAliveDueOrStop() -> ContinuousClock.Instant? {
+        if Task.isCancelled { return nil }
+        guard let due = counters.snapshot.keepAlive.nextDue else {
+            keepAliveTask = nil
+            return nil
         }
-        keepAliveTask = nil
+        return due
     }
+
+    private func keepAliveTick() { send(counters.keepAliveTick(at: clock.now)) }
 
     /// Sends keep-alive packets from the current socket (symmetric RTP: the port we receive on).
     private func send(_ packets: [RTPKeepAlive.Packet]) {
