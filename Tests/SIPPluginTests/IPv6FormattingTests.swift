@@ -23,6 +23,24 @@ struct IPv6FormattingTests {
         #expect(ReceivedVia.sentBy(of: "SIP/2.0/UDP [2001:db8:1::2:5062;branch=z9hG4bK-1") == nil, "unclosed")
     }
 
+    /// RFC 3261 §25.1: `via-received = "received" EQUAL (IPv4address / IPv6address)`: an IPv6
+    /// source is stamped bare, and a response goes back there, at `rport` (RFC 3581 §4), whether
+    /// the address came bare or in brackets.
+    @Test func anIPv6SourceIsStampedAsReceivedWithoutBracketsAndAnsweredThere() throws {
+        var request = SIPMessage.request("OPTIONS", uri: "sip:alice@[2001:db8:1::2]:5080")
+        request.headers.add("Via", "SIP/2.0/UDP [2001:db8:1::9]:5062;rport;branch=z9hG4bK-6")
+        request.headers.add("Call-ID", "v6")
+        let stamped = try #require(ReceivedVia.stamped(request, sourceHost: "2001:db8:7::7", sourcePort: 41_000))
+        let via = try #require(stamped.headers["Via"])
+        #expect(via.contains(";received=2001:db8:7::7") && via.contains(";rport=41000"), "\(via)")
+        for received in ["2001:db8:7::7", "[2001:db8:7::7]"] {
+            var response = SIPMessage(startLine: .response(status: 200, reason: "OK"))
+            response.headers.add("Via", "SIP/2.0/UDP [2001:db8:1::9]:5062;rport=41000;received=\(received)")
+            let target = try #require(ReceivedVia.responseTarget(of: response))
+            #expect(target.host == "2001:db8:7::7" && target.port == 41_000, "\(received)")
+        }
+    }
+
     /// RFC 4566 §5.7: `c=<nettype> <addrtype> <connection-address>` with `IP6` for IPv6, and its
     /// grammar's `IP6-address = hexpart [ ":" IP4-address ]`: no brackets in SDP. A `c=` whose
     /// address is not of its type is refused.
