@@ -70,8 +70,9 @@ public struct LabDNSRecords: Hashable, Sendable {
 /// NXDOMAIN, never forwarded), and the resolver of the hosts given to ``serve(_:)`` through
 /// `/etc/netns/NAMESPACE/resolv.conf` (which `ip netns exec` bind-mounts over /etc/resolv.conf).
 ///
-/// Invariants: dnsmasq is the lab's child and goes with it; the resolv.conf files it wrote are
-/// removed by ``stop()`` and by the lab's shutdown; its query log is `DIR/dnsmasq.log`.
+/// Invariants: dnsmasq is the lab's child and goes with it; the resolv.conf files it wrote go with
+/// their hosts' `/etc/netns` folders (the lab's shutdown, or the garbage collection of a dead
+/// owner); its query log is `DIR/dnsmasq.log`.
 public actor LabDNS {
     public nonisolated let lab: NetworkLab
     public nonisolated let host: LabHost
@@ -140,11 +141,10 @@ public actor LabDNS {
 
     /// Makes this server the resolver of `host` (its `/etc/netns/NAMESPACE/resolv.conf`).
     public func serve(_ client: LabHost) async throws {
-        let folder = "/etc/netns/\(client.namespace)"
+        let folder = LabOwnership.etcFolder(of: client.namespace)
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         try "nameserver \(address)\noptions timeout:1 attempts:2\n".write(
             toFile: folder + "/resolv.conf", atomically: true, encoding: .utf8)
-        await lab.noteResolverFolder(folder)
     }
 
     /// The questions dnsmasq has logged so far, as `(type, name)`.
@@ -170,17 +170,6 @@ extension NetworkLab {
             directory: directory + "/dns-\(host.name)")
         try await dns.start()
         return dns
-    }
-
-    /// Remembers a `/etc/netns/...` folder to remove at shutdown.
-    func noteResolverFolder(_ folder: String) {
-        if !resolverFolders.contains(folder) { resolverFolders.append(folder) }
-    }
-
-    /// Removes the resolv.conf folders ``LabDNS/serve(_:)`` wrote (shutdown).
-    func removeResolverFolders() {
-        for folder in resolverFolders { try? FileManager.default.removeItem(atPath: folder) }
-        resolverFolders.removeAll()
     }
 }
 

@@ -49,13 +49,7 @@ public enum LabOwnership {
                 removed.append(namespace)
             }
         }
-        // A LabDNS's resolv.conf for a client namespace (`/etc/netns/NAMESPACE`).
-        for folder in (try? FileManager.default.contentsOfDirectory(atPath: "/etc/netns")) ?? [] where abandoned(folder)
-        {
-            if (try? FileManager.default.removeItem(atPath: "/etc/netns/" + folder)) != nil {
-                removed.append("/etc/netns/" + folder)
-            }
-        }
+        removed += removeEtcFolders(where: abandoned)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         for folder in folders.sorted() where abandoned(folder) {
             killProcesses(naming: "/tmp/" + folder + "/")

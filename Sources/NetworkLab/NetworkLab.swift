@@ -26,8 +26,6 @@ public actor NetworkLab {
     var children: [pid_t] = []
     var timeline: [LabEvent] = []
     var nftSerial = 0
-    /// `/etc/netns/NS` folders a ``LabDNS`` wrote; removed at shutdown.
-    var resolverFolders: [String] = []
     var isShutDown = false
 
     /// Whether this machine can host a lab: root, and iproute2 installed.
@@ -141,9 +139,9 @@ public actor NetworkLab {
         for host in hosts.reversed() {
             LabOwnership.killProcesses(inNamespace: host.namespace)
             _ = try? await ip(["netns", "delete", host.namespace])
+            try? FileManager.default.removeItem(atPath: LabOwnership.etcFolder(of: host.namespace))
         }
         hosts.removeAll()
-        removeResolverFolders()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
