@@ -8,7 +8,7 @@ import Glibc
 /// leads from it to `primary.DOMAIN` (priority 10) and then `backup.DOMAIN` (priority 20), for
 /// UDP and TCP.
 ///
-/// Invariant: a value made once by ``NetworkLab/addClientAndRegistrars(domain:ttl:)``; the lab
+/// Invariant: a value made once by ``NetworkLab/addClientAndRegistrars(domain:ttl:options:)``; the lab
 /// owns hosts, link, both Kamailios, dnsmasq, nft tables and the client's resolv.conf.
 public struct ClientAndRegistrars: Sendable {
     public let lab: NetworkLab
