@@ -7,6 +7,7 @@
 //   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
+//   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 import Foundation
 import ResilienceDaemon
 
@@ -32,6 +33,10 @@ do {
     case "idle-daemon":
         let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
         try await IdleDaemonBenchmark(seconds: min(max(seconds, 10), 600)).run()
+    case "push":
+        let calls = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
+        let idle = arguments.count > 2 ? Int(arguments[2]) ?? 600 : 600
+        try await PushBenchmark(calls: max(1, min(calls, 100)), idleSeconds: max(10, min(idle, 3600))).run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -47,6 +52,7 @@ do {
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | push [calls] [idle-seconds]"
         )
         exit(64)
     }

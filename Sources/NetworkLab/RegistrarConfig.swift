@@ -17,7 +17,8 @@ import Foundation
 /// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
 /// `@UDP_WORKERS@` (Kamailio's `children`, see ``RegistrarOptions/udpWorkers``),
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
-/// straight between the parties' Contacts and never reach the proxy).
+/// straight between the parties' Contacts and never reach the proxy), and `@PUSH_*@` (the RFC 8599
+/// push proxy of `RegistrarConfig+Push.swift`, empty without a push service).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -64,6 +65,7 @@ enum RegistrarConfig {
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
+        @PUSH_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -120,6 +122,7 @@ enum RegistrarConfig {
                 route(CALLS);
                 exit;
             }
+            @PUSH_MESSAGE@
             sl_send_reply("404", "Not Here");
         }
 
@@ -171,6 +174,7 @@ enum RegistrarConfig {
                 consume_credentials();
             }
             @RECORD_ROUTE@
+            @PUSH_INVITE@
             if (uri == myself && !lookup("location")) {
                 sl_send_reply("404", "Not Found");
                 exit;
@@ -223,6 +227,7 @@ enum RegistrarConfig {
             }
             # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
+            @PUSH_REGISTERED@
         }
 
         route[PRESENCE] {
@@ -257,9 +262,10 @@ extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
         address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
-        recordRoute: Bool = true, udpWorkers: Int = 1
+        recordRoute: Bool = true, udpWorkers: Int = 1, pushService: String? = nil
     ) -> String {
-        let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
+        let text = withPush(template, service: pushService, address4: address4, port: port, directory: directory)
+            .replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
                 of: "@PORT@", with: "\(port)"
             )
