@@ -1,4 +1,5 @@
 import ResilienceCore
+import ResiliencePolicyFile
 import ResilienceRules
 import Testing
 
@@ -75,5 +76,18 @@ struct PushRulesTests {
         #expect(RuleCondition(rawValue: "push-available") == .pushAvailable)
         #expect(RuleCondition(rawValue: "no-call") == .noCall)
         #expect(Policy.default.pushWakeWindow == .seconds(10))
+    }
+
+    @Test func policyExplainShowsSleepWithATokenAndNothingWithout() {
+        let registration = [ClientService(id: "alice.reg", kind: .registration, account: "alice")]
+        let asleep = PolicyExplainer.explain(
+            policy: .default, state: .background, trigger: .app(.suspending), services: registration, at: t0)
+        #expect(asleep.services.first?.actions.map(\.action) == ["release-flow"])
+        #expect(asleep.stateAfter == "suspended")
+        let awake = PolicyExplainer.explain(
+            policy: .default, state: .background, trigger: .app(.suspending), services: registration, at: t0,
+            pushToken: false)
+        #expect(awake.services.first?.actions.isEmpty == true)
+        #expect(PolicyExplainer.trigger(named: "push.received.message", services: registration) != nil)
     }
 }
