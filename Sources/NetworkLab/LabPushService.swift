@@ -10,7 +10,7 @@ import Synchronization
 /// (`netres ctl push @ACCOUNT@ --kind @KIND@`, say), after a seeded delay, or loses it.
 ///
 /// Invariants:
-/// - the listening socket is made inside the host (``NamespaceThread``); its own thread accepts
+/// - the listening socket is made inside the host (a namespace thread of its own); its own thread accepts
 ///   and answers, wakes at least every 20 ms, and ends with ``stop()`` (the lab calls it when it
 ///   shuts down), closing the socket;
 /// - a request is hostile: at most 8 KiB is read, within 1 s; only a well-formed one (an account of
@@ -85,6 +85,9 @@ public final class LabPushService: Sendable {
 extension NetworkLab {
     /// Starts the lab's push service in `host` on `address:port` (see ``LabPushService``).
     /// - Parameters:
+    ///   - host: the host it listens in (the registrar's).
+    ///   - address: the address it listens on (the registrar's, ``LabAddress/service4``).
+    ///   - port: the TCP port it listens on.
     ///   - target: the host the push is delivered in (the client's).
     ///   - command: run in `target` for each push, `@ACCOUNT@` and `@KIND@` replaced by the request's.
     ///   - delay: the delivery delay, drawn uniformly from it.
