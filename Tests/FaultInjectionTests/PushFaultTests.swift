@@ -158,4 +158,38 @@ struct PushFaultTests {
             #expect(slept, "no release-flow after the window: \(f.log())")
         }
     }
+
+    /// The same wake with a real phone calling: baresip (carol, in a third host) dials alice while
+    /// she sleeps; the proxy holds the INVITE and pushes, netres registers, rings (carol gets 180)
+    /// and is answered through `netres ctl answer` (carol ACKs the 200).
+    @Test(.enabled(if: LabBaresip.isInstalled, "needs baresip: SKIPPED"))
+    func aSleepingClientIsWokenForABaresipCallAndAnswersIt() async throws {
+        try await withNetworkLab { lab in
+            let (f, service) = try await Self.lab(lab, token: "cafe01")
+            let far = try await lab.addHost("far")
+            let lan = try await lab.connect(far, to: f.server, as: "lan")
+            let carol = try await lab.startBaresip(
+                in: far, user: "carol", registrar: f.registrar, address: await lab.addresses(of: lan).ipv4,
+                port: 5062, controlPort: 4445)
+            try await Self.sleep(f, watching: 1)
+            try await carol.dial("sip:\(CallFaultLab.user)@\(f.registrar.address)")
+            var id: String?
+            _ = await eventually(within: .seconds(15)) {
+                id = try? await f.calls().first { $0["direction"] as? String == "incoming" }?["id"] as? String
+                return id != nil
+            }
+            let ringing = try #require(id, "netres lists no incoming call: \(carol.diagnostics()); netres: \(f.log())")
+            #expect(service.requests.map(\.kind) == ["call"])
+            let rang = await eventually(within: .seconds(5)) {
+                carol.messages().contains { !$0.sent && $0.status == 180 }
+            }
+            #expect(rang, "carol got no 180: \(carol.diagnostics())")
+            try await f.ctl("answer", ringing)
+            let acked = await eventually(within: .seconds(15)) {
+                carol.messages().contains { $0.sent && $0.method == "ACK" }
+            }
+            #expect(acked, "\(carol.diagnostics()); netres: \(f.log())")
+            try await f.ctl("hangup", ringing)
+        }
+    }
 }
