@@ -32,6 +32,9 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// `ADDRESS:PORT` of a push service (``LabPushService``): with it the registrar is also an
     /// RFC 8599 push proxy (`RegistrarConfig+Push.swift`: tsilo, msilo, http_client).
     public var pushService: String?
+    /// Whether calls' media goes through rtpengine (Debian `rtpengine`, user-space forwarding) beside
+    /// Kamailio, which rewrites every SDP of a call with its `rtpengine` module (``LabMediaRelay``).
+    public var mediaRelay = false
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,
