@@ -9,6 +9,7 @@
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 //   netres-bench failover [rounds] [accounts]       primary registrar killed → all bound at the backup (root)
+//   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 import Foundation
 import ResilienceDaemon
 
@@ -41,6 +42,10 @@ do {
         benchmark.rounds = max(1, min(words.first.flatMap { Int($0) } ?? 3, 50))
         benchmark.accounts = max(2, min(words.dropFirst().first.flatMap { Int($0) } ?? 100, 1000))
         try await benchmark.run()
+    case "push":
+        let calls = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
+        let idle = arguments.count > 2 ? Int(arguments[2]) ?? 600 : 600
+        try await PushBenchmark(calls: max(1, min(calls, 100)), idleSeconds: max(10, min(idle, 3600))).run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -57,6 +62,7 @@ do {
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none] [relay]"
                 + " | failover [rounds] [accounts]"
+                + " | push [calls] [idle-seconds]"
         )
         exit(64)
     }

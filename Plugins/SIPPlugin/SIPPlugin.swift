@@ -108,7 +108,8 @@ public final class SIPPlugin: ResiliencePlugin {
     /// The actions the SIP plugin carries out (for the services of its accounts).
     public static let actions: Set<ActionKind> = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
-        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall,
+        .releaseFlow, .subscribe, .refreshSubscription, .unsubscribe, .publishPresence, .holdCall, .resumeCall,
+        .reinviteCall,
     ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
@@ -209,6 +210,7 @@ public final class SIPPlugin: ResiliencePlugin {
             case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
             case .unregister: try await agent.unregister(path: context.path)
             case .closeStaleTransports: await agent.closeStaleTransports(path: context.path)
+            case .releaseFlow: await agent.releaseFlow()
             case .pingFlow: try await agent.sendFlowPing(path: context.path)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }

@@ -54,6 +54,9 @@ public actor SIPUserAgent {
     /// Every change of every call, in order; keeps the newest 256 when nobody reads.
     public nonisolated let callEvents: AsyncStream<CallEvent>
     nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
+    /// Every MESSAGE received (RFC 3428), in order; keeps the newest 64 when nobody reads.
+    public nonisolated let messages: AsyncStream<InboundMessage>
+    nonisolated let messageSink: AsyncStream<InboundMessage>.Continuation
     /// The plugin's listener for call changes (service reports); set once, by ``SIPPlugin``.
     nonisolated let callObserver = Mutex<(@Sendable (CallEvent) -> Void)?>(nil)
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one, with
@@ -157,6 +160,7 @@ public actor SIPUserAgent {
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
         (callEvents, callEventSink) = AsyncStream.makeStream(of: CallEvent.self, bufferingPolicy: .bufferingNewest(256))
+        (messages, messageSink) = AsyncStream.makeStream(of: InboundMessage.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     deinit { inboundSession?.sink.finish() }

@@ -19,6 +19,8 @@ import Foundation
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
 /// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
 /// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
+/// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
+/// service).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -66,6 +68,7 @@ enum RegistrarConfig {
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
         # @RELAY_MODULES@
+        @PUSH_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -122,6 +125,7 @@ enum RegistrarConfig {
                 route(CALLS);
                 exit;
             }
+            @PUSH_MESSAGE@
             sl_send_reply("404", "Not Here");
         }
 
@@ -175,6 +179,7 @@ enum RegistrarConfig {
                 consume_credentials();
             }
             @RECORD_ROUTE@
+            @PUSH_INVITE@
             if (uri == myself && !lookup("location")) {
                 sl_send_reply("404", "Not Found");
                 exit;
@@ -229,6 +234,7 @@ enum RegistrarConfig {
             }
             # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
+            @PUSH_REGISTERED@
         }
 
         route[PRESENCE] {
@@ -263,9 +269,10 @@ extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
         address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
-        recordRoute: Bool = true, udpWorkers: Int = 1
+        recordRoute: Bool = true, udpWorkers: Int = 1, pushService: String? = nil
     ) -> String {
-        let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
+        let text = withPush(template, service: pushService, address4: address4, port: port, directory: directory)
+            .replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
                 of: "@PORT@", with: "\(port)"
             )
