@@ -39,7 +39,7 @@ extension RegistrarConfig {
         loadmodule "tsilo.so"
         loadmodule "msilo.so"
         loadmodule "http_client.so"
-        # A held INVITE lives wt_timer after its 100 (LAB-FACTS): longer than any push delay.
+        # A held INVITE lives wt_timer after its 100 (measured on 5.6.3): longer than any push delay.
         modparam("tm", "wt_timer", 30000)
         modparam("msilo", "db_url", "text://\(directory)/db")
         modparam("msilo", "outbound_proxy", "sip:\(address4):\(port)")
@@ -120,7 +120,7 @@ extension RegistrarConfig {
         """#.replacingOccurrences(of: "@SERVICE@", with: service).replacingOccurrences(of: "@PORT@", with: "\(port)")
     }
 
-    /// msilo's db_text table: Debian's schema with `callid` and `status` nullable (LAB-FACTS).
+    /// msilo's db_text table: Debian's schema with `callid` and `status` nullable (Debian's schema refuses the rows msilo writes).
     static let siloTable =
         "id(int,auto) src_addr(string) dst_addr(string) username(string) domain(string) inc_time(int) "
         + "exp_time(int) snd_time(int) ctype(string) body(string,null) extra_hdrs(string,null) callid(string,null) "

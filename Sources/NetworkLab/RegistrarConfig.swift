@@ -83,12 +83,12 @@ enum RegistrarConfig {
         # "" (MD5, algorithm omitted from the challenge), "MD5" or "SHA-256"; set by the harness.
         modparam("auth", "algorithm", "@AUTH_ALGORITHM@")
 
-        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (LAB-FACTS).
+        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (measured).
         modparam("presence|pua", "db_url", "text://@DIR@/db")
         modparam("presence", "subs_db_mode", 2)
         modparam("presence", "server_address", "sip:@ADDR4@:@PORT@")
         modparam("presence_xml", "force_active", 1)
-        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (LAB-FACTS).
+        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (measured).
         modparam("pua_reginfo", "default_domain", "@ADDR4@")
         modparam("pua_reginfo", "server_address", "sip:reginfo@@ADDR4@:@PORT@")
         modparam("pua_reginfo", "outbound_proxy", "sip:@ADDR4@:@PORT@")
