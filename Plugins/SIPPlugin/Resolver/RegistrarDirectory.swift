@@ -1,4 +1,6 @@
 internal import Logging
+internal import NIOCore
+internal import NIOPosix
 internal import ResilienceCore
 internal import Synchronization
 
@@ -34,12 +36,34 @@ final class RegistrarDirectory: Sendable {
     }
     private let state = Mutex(State())
     private let lookup: SIPServerLocator.Lookup
+    private let hosts: @Sendable () -> HostsFile
+    private let resolveListed: @Sendable (String, Int) async throws -> String
     private let logger: Logger
 
-    /// - Parameter lookup: the DNS lookup (``DNSClient`` over the system's resolv.conf by default).
-    init(logger: Logger, lookup: SIPServerLocator.Lookup? = nil) {
+    /// - Parameters:
+    ///   - lookup: the DNS lookup (``DNSClient`` over the system's resolv.conf by default).
+    ///   - hosts: the hosts file, read at each resolution (`/etc/hosts` by default).
+    ///   - resolveListed: the address of a name the hosts file lists (getaddrinfo by default).
+    init(
+        logger: Logger, lookup: SIPServerLocator.Lookup? = nil,
+        hosts: @escaping @Sendable () -> HostsFile = { HostsFile.system() },
+        resolveListed: @escaping @Sendable (String, Int) async throws -> String = RegistrarDirectory.systemAddress
+    ) {
         self.logger = logger
         self.lookup = lookup ?? Self.systemLookup
+        self.hosts = hosts
+        self.resolveListed = resolveListed
+    }
+
+    /// getaddrinfo's first address for `host`, on NIO's blocking-I/O pool.
+    static let systemAddress: @Sendable (String, Int) async throws -> String = { host, port in
+        let resolved = try await NIOThreadPool.singleton.runIfActive {
+            try SocketAddress.makeAddressResolvingHost(host, port: port)
+        }
+        guard let address = resolved.ipAddress else {
+            throw PluginError("cannot resolve registrar \(LogText.escaped(host, limit: 64))")
+        }
+        return address
     }
 
     /// Reads /etc/resolv.conf at each lookup: a network change may bring another server.
@@ -55,6 +79,13 @@ final class RegistrarDirectory: Sendable {
             secure: account.transport == .tls, transport: account.transport)
         if SIPServerLocator.isIPLiteral(key.host) || key.host == "localhost" {
             let address = key.host == "localhost" ? "127.0.0.1" : key.host
+            return [SIPTarget(name: key.host, address: address, port: account.registrarPort, transport: key.transport)]
+        }
+        if hosts().lists(key.host) {
+            // A name the hosts file lists is the system resolver's to answer, as before RFC 3263
+            // lookups existed: getaddrinfo orders its addresses by what this host can reach now
+            // (RFC 6724), so an IPv6-only link gets the IPv6 one; no DNS server is asked.
+            let address = try await resolveListed(key.host, account.registrarPort)
             return [SIPTarget(name: key.host, address: address, port: account.registrarPort, transport: key.transport)]
         }
         let now = clock.now
