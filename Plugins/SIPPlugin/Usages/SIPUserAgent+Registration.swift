@@ -22,6 +22,8 @@ struct RegistrationState {
     /// The flow the last 2xx to a REGISTER came through. A keep-alive proves only this flow:
     /// on any other (opened since, after a loss) the registration is re-established instead.
     var registeredFlow: SIPTransport?
+    /// When the binding was last seen at the registrar, and whether the next ping asks again.
+    var bindingCheck = BindingCheck()
 
     init(expires: Int) { self.expires = expires }
 }
@@ -101,6 +103,7 @@ extension SIPUserAgent {
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
                 registration.flowTimer = response.flowTimer
                 registration.staleContacts.removeAll()
+                registration.bindingCheck.confirmed(at: clock.now)
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
@@ -149,10 +152,11 @@ extension SIPUserAgent {
         registration.flowTimer = nil
         registration.registeredFlow = nil
         registration.staleContacts.removeAll()
+        registration.bindingCheck.forget()
         logger.info("sip.unregistered")
     }
 
-    private func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
+    func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
         let aor = account.addressOfRecord
         let uri = "sip:\(account.domain)"
         var request = SIPMessage.request("REGISTER", uri: uri)
