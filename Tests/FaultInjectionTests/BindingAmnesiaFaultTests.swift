@@ -120,4 +120,36 @@ struct BindingAmnesiaFaultTests {
                 "not registered again after SIGCONT")
         }
     }
+
+    /// Kamailio restarted forgets the subscriptions with the bindings: a UDP account's query finds
+    /// its binding gone, and it registers again, then recreates its subscription, within one
+    /// flow-ping interval of the restart, the REGISTER first.
+    @Test func overUDPARestartedRegistrarsForgottenSubscriptionIsRecreatedAfterTheBindingWithinOneFlowPing()
+        async throws
+    {
+        let user = "forgotsub"
+        try await DaemonLab.registered(
+            user, account: ["flow-ping: \(Int(Self.flowPing))s", "subscriptions:", "  - { package: reg }"]
+        ) { lab in
+            let subscribed = await eventually(within: .seconds(10)) {
+                lab.actionLog(of: user).contains { $0.service.hasSuffix("reg") && $0.outcome == "succeeded" }
+            }
+            try #require(subscribed, "not subscribed: \(lab.actionLog(of: user))")
+            await lab.registrar.stop()
+            try await lab.registrar.start()
+            let upAt = realtime()
+            let renewed = await eventually(within: .seconds(Self.flowPing * 4)) {
+                SIPRegistrarFaultTests.authorizedSubscribes(lab, user: user, after: upAt).contains {
+                    $0.package == "reg"
+                }
+            }
+            #expect(renewed, "no SUBSCRIBE after the restart")
+            let bound = lab.lines("REGISTERED", user: user).first { $0.at > upAt }?.at
+            let subscribe = SIPRegistrarFaultTests.authorizedSubscribes(lab, user: user, after: upAt).first?.at
+            #expect(bound.map { $0 - upAt <= Self.flowPing } == true, "bound again \((bound ?? 0) - upAt) s after")
+            #expect(
+                subscribe.map { $0 - upAt <= Self.flowPing && $0 > (bound ?? .infinity) } == true,
+                "REGISTERED at \(bound ?? 0), SUBSCRIBE at \(subscribe ?? 0), restart at \(upAt)")
+        }
+    }
 }
