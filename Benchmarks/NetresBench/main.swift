@@ -7,6 +7,7 @@
 //   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
+//   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
 import Foundation
 import ResilienceDaemon
 
@@ -32,6 +33,21 @@ do {
     case "idle-daemon":
         let seconds = arguments.count > 1 ? Int(arguments[1]) ?? 60 : 60
         try await IdleDaemonBenchmark(seconds: min(max(seconds, 10), 600)).run()
+    case "amnesia":
+        var benchmark = AmnesiaBenchmark()
+        for option in arguments.dropFirst() {
+            let parts = option.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let value = Int(parts[1]) else {
+                throw BenchError("unknown amnesia option \(option)")
+            }
+            switch parts[0] {
+            case "udp": benchmark.udpAccounts = min(max(value, 0), 1000)
+            case "tcp": benchmark.tcpAccounts = min(max(value, 0), 200)
+            case "ping": benchmark.flowPing = min(max(value, 2), 600)
+            default: throw BenchError("unknown amnesia option \(option)")
+            }
+        }
+        try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -47,6 +63,7 @@ do {
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | amnesia [udp=N] [tcp=M] [ping=S]"
         )
         exit(64)
     }
