@@ -4,7 +4,8 @@
 //   netres-bench sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls]
 //                                                   SIP recovery vs floor and baresip (root)
 //   netres-bench scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C]   N accounts on one registrar vs sipp and baresip (root)
-//   netres-bench calls [flaps] [changes] [peer|none]   call recovery vs floor and baresip (root)
+//   netres-bench calls [flaps] [changes] [peer|none] [relay]   call recovery vs floor and baresip (root);
+//                                                   `relay`: media through rtpengine
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
@@ -27,6 +28,7 @@ do {
         benchmark.flaps = max(1, min(words.first.flatMap { Int($0) } ?? 30, 500))
         benchmark.addressChanges = max(0, min(words.dropFirst().first.flatMap { Int($0) } ?? 2, 20))
         benchmark.peer = words.dropFirst(2).first != "none"
+        benchmark.relay = words.contains("relay")
         try await benchmark.run()
     case "runtime":
         await runRuntimeBenchmarks()
@@ -62,7 +64,7 @@ do {
         print(
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
-                + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none]"
+                + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none] [relay]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"
         )
         exit(64)

@@ -73,14 +73,12 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
-    /// The branches of our INVITEs whose final non-2xx arrived, noted by the transaction before
-    /// its ACK goes and before the call hears of it (`runInvite`): the far end's offer sent right
-    /// after that ACK must not find our offer pending (RFC 3261 §14.2). At most one per call;
-    /// each leaves when its INVITE is settled.
-    nonisolated let rejectedInvites = Mutex<Set<String>>([])
     /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
     /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
     var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
+    /// Connections of our own to remote targets, for the in-dialog requests of stream accounts
+    /// whose route set is empty (see ``dialogTransport(for:over:)``), oldest first.
+    var directConnections: [DirectConnection] = []
     nonisolated let hasDeferredByes = Mutex(false)
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
@@ -252,10 +250,7 @@ public actor SIPUserAgent {
 
     private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
         serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
-        let layer = TransactionLayer(
-            clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
-            reliable: account.transport != .udp, onResponse: activity.responseArrived(at:),
-            mayReply: { [weak self] in self?.pathSatisfied.withLock { $0 } ?? true })
+        let layer = transactionLayer(reliable: account.transport != .udp)
         do {
             return try await SIPTransport.open(
                 kind: account.transport, localHost: local, remote: remote, tls: account.tls,
@@ -270,6 +265,18 @@ public actor SIPUserAgent {
         } catch {
             throw PluginError("cannot open \(account.transport.rawValue) flow from \(local): \(error)")
         }
+    }
+
+    /// Where the messages parsed on one of this agent's flows go: its transaction tables and its
+    /// ordered inbound stream.
+    /// `provesFlow`: a response there proves the flow to the registrar alive (not so on a
+    /// connection to a dialog's remote target).
+    func transactionLayer(reliable: Bool, provesFlow: Bool = true) -> TransactionLayer {
+        let activity = provesFlow ? self.activity : nil
+        return TransactionLayer(
+            clients: table, servers: serverTransactions, clock: clock, log: throttledLog, inbound: inboundSink(),
+            reliable: reliable, onResponse: { activity?.responseArrived(at: $0) },
+            mayReply: { [weak self] in self?.pathSatisfied.withLock { $0 } ?? true })
     }
 
     /// A flow ended without this agent closing it: fails its transactions and reports the
@@ -306,6 +313,7 @@ public actor SIPUserAgent {
     /// Closes the flow when its local address is no longer on the path.
     public func closeStaleTransports(path: NetworkPath) async {
         if let opening, !path.addresses.contains(where: { $0.address == opening.local }) { self.opening = nil }
+        closeDirectConnections(keeping: Set(path.addresses.map(\.address)))
         guard let current = transport else { return }
         if !path.addresses.contains(where: { $0.address == current.localHost }) {
             logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
@@ -320,6 +328,7 @@ public actor SIPUserAgent {
         inboundSession?.sink.finish()
         inboundSession = nil
         opening = nil
+        closeDirectConnections()
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
@@ -356,11 +365,15 @@ public actor SIPUserAgent {
 
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once
     /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
+    /// `sending` hears each attempt's request (its Via, CSeq and credentials set) as it goes.
     /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
-    func exchange(_ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32)
-        async throws -> SIPMessage
-    {
+    func exchange(
+        _ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32,
+        sending: (SIPMessage) -> Void = { _ in }
+    ) async throws -> SIPMessage {
         let method = template.method ?? "?"
+        // A call's in-dialog request with an empty route set goes to its remote target.
+        let flow = await dialogTransport(for: template, over: flow)
         var freshChallengeSent = false
         var staleRetried = false
         // A scheduled refresh's answers may be read in a batch with its peers' (ReadCoalescing).
@@ -381,6 +394,7 @@ public actor SIPUserAgent {
             if let credentials = authorizationHeader(method: method, uri: uri) {
                 request.headers.add(credentials.name, credentials.value)
             }
+            sending(request)
             let response: SIPMessage
             do {
                 response = try await paced(method == "REGISTER") {

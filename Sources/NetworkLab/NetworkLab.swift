@@ -139,6 +139,7 @@ public actor NetworkLab {
         for host in hosts.reversed() {
             LabOwnership.killProcesses(inNamespace: host.namespace)
             _ = try? await ip(["netns", "delete", host.namespace])
+            try? FileManager.default.removeItem(atPath: LabOwnership.etcFolder(of: host.namespace))
         }
         hosts.removeAll()
         try? FileManager.default.removeItem(atPath: directory)

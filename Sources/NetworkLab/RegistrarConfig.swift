@@ -17,7 +17,8 @@ import Foundation
 /// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
 /// `@UDP_WORKERS@` (Kamailio's `children`, see ``RegistrarOptions/udpWorkers``),
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
-/// straight between the parties' Contacts and never reach the proxy).
+/// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
+/// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -65,6 +66,7 @@ enum RegistrarConfig {
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
+        # @RELAY_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -127,6 +129,7 @@ enum RegistrarConfig {
         # Replies the proxy relays to a call's requests are logged too (the witness of a 200 OK to a
         # re-INVITE); the presence server's own PUBLISH/NOTIFY replies would crowd the log.
         onreply_route {
+            # @RELAY_REPLY@
             if (is_method("INVITE|UPDATE|BYE|CANCEL")) {
                 xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
             }
@@ -137,6 +140,7 @@ enum RegistrarConfig {
         # host:port (sipp as the far end). In-dialog requests follow their Route (loose routing) or
         # their Request-URI; a CANCEL or a non-2xx ACK goes the way of its transaction.
         route[CALLS] {
+            # @RELAY_CALLS@
             if (is_method("CANCEL|ACK") && t_check_trans()) {
                 t_relay();
                 exit;

@@ -29,6 +29,9 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// (an ACK and the BYE after it) may leave the proxy in the other order, as UDP allows but a
     /// scripted far end (sipp) does not tolerate. Default 1; a load bench wants more.
     public var udpWorkers: Int
+    /// Whether calls' media goes through rtpengine (Debian `rtpengine`, user-space forwarding) beside
+    /// Kamailio, which rewrites every SDP of a call with its `rtpengine` module (``LabMediaRelay``).
+    public var mediaRelay = false
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,

@@ -30,21 +30,28 @@ struct CallFaultLab {
     /// Builds the lab (Kamailio started with `options`), starts `netres run` (with the default
     /// policy, its `call-survival-budget` replaced when given; alice over `transport`, with
     /// `incomingCalls` as her `incoming-calls:`) and waits until alice is bound once at the
-    /// phone's address.
+    /// phone's address. With `registrarName`, the phone resolves that name to the registrar's
+    /// IPv4 and IPv6 addresses and alice's account names it (a dual-stack registrar); `families`
+    /// are the ones `wifi` has when netres starts.
     init(
         _ lab: NetworkLab, callSurvivalBudget: String? = nil, options: RegistrarOptions = .init(),
-        transport: String = "udp", incomingCalls: String = "ring"
+        transport: String = "udp", incomingCalls: String = "ring", registrarName: String? = nil,
+        families: LinkFamilies = .dualStack
     ) async throws {
         self.lab = lab
         phone = try await lab.addHost("phone")
         server = try await lab.addHost("server")
         wifi = try await lab.connect(phone, to: server, as: "wifi")
         registrar = try await lab.startRegistrar(in: server, options: options)
+        if let registrarName {
+            try await lab.setHostNames(in: phone, [registrarName: [LabAddress.service4, LabAddress.service6]])
+        }
+        if families != .dualStack { try await lab.setFamilies(wifi, families) }
         var config = """
             control-socket: \(lab.directory)/netres.sock
             interfaces: [wifi]
             hold-down: 0
-            accounts: [{name: \(Self.user), registrar: \(registrar.address), domain: \(registrar.address),
+            accounts: [{name: \(Self.user), registrar: \(registrarName ?? registrar.address), domain: \(registrar.address),
                         transport: \(transport), user: \(Self.user), password: secret-\(Self.user),
                         incoming-calls: \(incomingCalls)}]
 

@@ -30,14 +30,10 @@ struct PhoneCallTests {
     @Test func callsBothWaysWithBaresipThroughAProxyThatDoesNotRecordRouteLastAMinuteThroughFaultsAndEndWithBye()
         async throws
     {
-        // Known product bug (issue 20, open): with an empty route set netres sends its own
-        // in-dialog requests (the ACK of a 2xx, re-INVITEs) to the registrar over the account's
-        // flow instead of to the remote target (RFC 3261 §12.2.1.1 with §8.1.2), and the proxy
-        // drops the ACK it cannot route. When that is fixed this known issue stops being
-        // recorded and the test fails until the wrapper goes.
-        await withKnownIssue("in-dialog requests with an empty route set go to the registrar, not the remote target") {
-            try await withNetworkLab { lab in try await Self.callsBothWays(lab, recordRoute: false) }
-        }
+        // With an empty route set netres sends its own in-dialog requests (the ACK of a 2xx,
+        // re-INVITEs, BYE) to the remote target, the phone's Contact (RFC 3261 §12.2.1.1 with
+        // §8.1.2), never through the proxy (`checkRouting`).
+        try await withNetworkLab { lab in try await Self.callsBothWays(lab, recordRoute: false) }
     }
 
     /// The common scenario. Every check is an `#expect` per call, so a broken direction still

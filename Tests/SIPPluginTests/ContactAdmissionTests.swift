@@ -45,7 +45,9 @@ struct ContactAdmissionTests {
         #expect(Self.verdicts(&admission, at: [start, start]) == [true, false])
     }
 
-    @Test func aGateKeepsOneBucketPerAccountAndRefusesResponses() throws {
+    /// Responses take the bucket too, and go on unmarked: the answers to the requests of a dialog
+    /// with no route set come back from the remote target to the Contact (RFC 3261 §12.2.1.1).
+    @Test func aGateKeepsOneBucketPerAccountAndLetsResponsesThroughUnmarked() throws {
         let gate = ContactGate(log: ThrottledLog(logger: testLogger("gate"), clock: ContinuousClock()))
         let source = try SocketAddress(ipAddress: "198.18.0.7", port: 5060)
         let options = request(via: "SIP/2.0/UDP 198.18.0.7:5060;branch=z9hG4bK1")
@@ -56,7 +58,8 @@ struct ContactAdmissionTests {
         #expect(alice >= settings.burst && alice <= settings.burst + Int(elapsed * Double(settings.rate)) + 1)
         #expect(gate.admit(options, from: source, for: "bob") != nil, "bob's bucket is his own")
         let response = options.makeResponse(status: 200, reason: "OK")
-        #expect(gate.admit(response, from: source, for: "bob") == nil)
+        #expect(gate.admit(response, from: source, for: "bob") == response)
+        #expect(gate.admit(response, from: source, for: "alice") == nil, "alice's bucket is empty")
         #expect(gate.refused == 200 - alice + 1)
     }
 

@@ -17,25 +17,13 @@ struct ContactCallTests {
     @Test(arguments: [SIPTransportKind.udp, .tcp])
     func aByeSentStraightToTheContactEndsTheCall(transport: SIPTransportKind) async throws {
         try await withLoopbackRegistrar { kamailio in
-            let user = uniqueUser("direct")
-            let account = SIPAccount(
-                name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, transport: transport, user: user,
-                domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
-            let plugin = SIPPlugin(accounts: [account], logger: testLogger(user))
-            let agent = try #require(plugin.agent(for: user))
-            let recorder = SIPCallSIPpTests.Recorder(agent)
-            try await plugin.perform(action(.register, account.registrationService), context: context())
-            let contact = try #require(await agent.registrationStatus.contact)
-            let (host, port) = try #require(ContactProbe.hostPort(of: contact))
-            // sipp's `t1`: one TCP connection of its own to the Contact's listener.
-            let mode = transport == .tcp ? ["-t", "t1"] : []
+            let f = try await ContactCallFixture("direct", at: kamailio, transport: transport)
+            let (agent, recorder) = (f.agent, f.recorder)
             let sipp = try await SIPpHarness.start(
-                scenario: "uac-to-contact", arguments: mode + ["-s", user, "\(host):\(port)"])
+                scenario: "uac-to-contact", arguments: f.sippArguments())
             defer { sipp.stop() }
-            let rung = await recorder.events(until: { $0.phase == .incoming }, within: 15).first {
-                $0.phase == .incoming
-            }
-            let call = try #require(rung?.call, "the INVITE sent to the Contact rang: \(sipp.messages.suffix(1500))")
+            let call = try #require(
+                await f.rung(), "the INVITE sent to the Contact rang: \(sipp.messages.suffix(1500))")
             try await agent.answer(call, path: loopbackPath())
             let events = await recorder.events(until: { $0.phase == .ended }, within: 15)
             #expect(events.map(\.phase) == [.incoming, .active, .ended])

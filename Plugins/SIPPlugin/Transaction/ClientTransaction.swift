@@ -59,6 +59,8 @@ final class TransactionTable: Sendable {
     private struct Entry {
         var sink: AsyncStream<Event>.Continuation
         var flow: ObjectIdentifier
+        /// A final non-2xx response reached this transaction (noted as it arrives).
+        var refused = false
     }
     private struct State {
         var open: [Key: Entry] = [:]
@@ -92,13 +94,23 @@ final class TransactionTable: Sendable {
         let found: (Entry?, Bool) = state.withLock { state in
             // An expired entry only waits for `close` to evict it (earliest deadline first), so a
             // lookup suffices here: no scan of the table on every response.
-            (state.open[key], state.absorbing[key].map { $0 > now } ?? false)
+            if (300...699).contains(response.status ?? 0) { state.open[key]?.refused = true }
+            return (state.open[key], state.absorbing[key].map { $0 > now } ?? false)
         }
         if let entry = found.0 {
             entry.sink.yield(.response(response))
             return .delivered
         }
         return found.1 ? .absorbed : .unknown
+    }
+
+    /// Whether the open transaction of our request `request` (by its top Via branch and method)
+    /// has received a final non-2xx: noted when the response is delivered, before the
+    /// transaction's owner runs again, so a request the far end sent right after that response
+    /// can tell our offer is no longer pending (RFC 3261 §14.2, RFC 3311 §5.2).
+    func refusalArrived(for request: SIPMessage) -> Bool {
+        guard let branch = request.topViaBranch, let method = request.cseq?.method else { return false }
+        return state.withLock { $0.open[Key(branch: branch, method: method)]?.refused ?? false }
     }
 
     /// Ends every transaction on a flow that closed, so they fail at once instead of timing out.
@@ -135,7 +147,7 @@ func runCountedNonInviteTransaction(
     }
     let key = TransactionTable.Key(branch: branch, method: method)
     let (events, sink) = AsyncStream.makeStream(of: TransactionTable.Event.self)
-    table.open(key, flow: ObjectIdentifier(transport), sink: sink)
+    table.open(key, flow: transport.transactionFlow, sink: sink)
     let reliable = transport.kind != .udp
     defer { table.close(key, absorbUntil: clock.now + (reliable ? .zero : timers.t4)) }
     var machine = NonInviteClientTransaction(reliable: reliable, timers: timers)

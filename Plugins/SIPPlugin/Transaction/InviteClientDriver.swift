@@ -20,21 +20,20 @@ enum InviteClientEvent: Hashable, Sendable {
 /// timers on `clock`, and yields what the TU must hear to `events`.
 ///
 /// Returns when the transaction terminates (timer B, D or M, or the flow closed) or the calling
-/// task is cancelled; `events` is finished then. `onRejected` is called synchronously with a
-/// final non-2xx before the transaction ACKs it (and before `events` hears of it). The TU runs
+/// task is cancelled; `events` is finished then. A final non-2xx is noted by `table` as it
+/// arrives (``TransactionTable/refusalArrived(for:)``), before its ACK goes. The TU runs
 /// this in a child task and reads the stream: it may act on `answered` at once while this keeps
 /// absorbing retransmitted 2xx.
 func runInviteTransaction(
     _ invite: SIPMessage, over transport: SIPTransport, table: TransactionTable, timers: SIPTimers,
-    clock: any RuntimeClock, events output: AsyncStream<InviteClientEvent>.Continuation,
-    onRejected: @Sendable (SIPMessage) -> Void = { _ in }
+    clock: any RuntimeClock, events output: AsyncStream<InviteClientEvent>.Continuation
 ) async {
     guard let branch = invite.topViaBranch, invite.cseq?.method == "INVITE" else {
         preconditionFailure("INVITE without Via branch or INVITE CSeq")
     }
     let key = TransactionTable.Key(branch: branch, method: "INVITE")
     let (events, sink) = AsyncStream.makeStream(of: TransactionTable.Event.self)
-    table.open(key, flow: ObjectIdentifier(transport), sink: sink)
+    table.open(key, flow: transport.transactionFlow, sink: sink)
     defer {
         table.close(key, absorbUntil: clock.now)
         output.finish()
@@ -47,9 +46,6 @@ func runInviteTransaction(
         var sent = 0
         var iterator = events.makeAsyncIterator()
         while true {
-            // The TU learns of a final non-2xx before its ACK goes: a far end that sends its
-            // own request right after the ACK must find our offer no longer pending (§14.2).
-            for case .rejected(let response) in actions { onRejected(response) }
             for action in actions {
                 switch action {
                 case .sendInvite:

@@ -42,8 +42,10 @@ struct ContactAdmission: Hashable, Sendable {
 /// with their source (``ReceivedVia``), caps the connections a stream listener holds, and says
 /// where a UDP answer goes.
 ///
-/// Invariants: a response arriving at a listener is dropped (an agent sends its requests over
-/// its flow to the registrar, whose answers come back there); every drop is counted
+/// Invariants: a response arriving at a listener takes the account's bucket like a request and
+/// goes on unmarked to the account's transactions (an agent sends the requests of a dialog with no
+/// route set to the remote target, whose answers come from there; one that matches no transaction
+/// of the account is dropped there, logged); every drop is counted
 /// (``refused``) and logged through the throttled log; at most ``maximumConnections``
 /// connections are open at once, and an answer to a connection whose peer stopped reading (not
 /// writable) is dropped, not queued; at most ``maximumAccounts`` buckets are kept (past that they
@@ -69,18 +71,18 @@ final class ContactGate: Sendable {
         self.settings = admission
     }
 
-    /// Messages refused at this door: over the rate, responses, requests without a usable Via.
+    /// Messages refused at this door: over the rate, requests without a usable Via.
     var refused: Int { refusedCount.load(ordering: .relaxed) }
 
-    /// The request to hand up to the account `account` names (its flow tag), with its Via
-    /// marked; nil when it is refused.
+    /// The message to hand up to the account `account` names (its flow tag): a request with its
+    /// Via marked, a response as it came; nil when it is refused.
     func admit(_ message: SIPMessage, from source: SocketAddress?, for account: String) -> SIPMessage? {
-        guard message.isRequest else { return refuse(message, "sip.contact-response-dropped") }
         let admitted = buckets.withLock { buckets in
             if buckets[account] == nil, buckets.count >= Self.maximumAccounts { buckets.removeAll() }
             return buckets[account, default: settings].admit(at: .now)
         }
         guard admitted else { return refuse(message, "sip.contact-over-rate") }
+        guard message.isRequest else { return message }
         guard let host = source?.ipAddress, let port = source?.port,
             let stamped = ReceivedVia.stamped(message, sourceHost: host, sourcePort: port)
         else { return refuse(message, "sip.contact-no-via") }

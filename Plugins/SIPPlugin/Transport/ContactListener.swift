@@ -16,7 +16,9 @@ internal import Synchronization
 ///   datagrams and its ICMP port unreachable, as ECONNREFUSED); an unconnected twin shares its
 ///   port in one `SO_REUSEPORT` group and gets every other source's datagrams (Linux prefers the
 ///   connected socket for its peer once a group has connected members: the connect comes after
-///   the twin joined). `SO_REUSEPORT` only admits sockets of the same user to the group.
+///   the twin joined). `SO_REUSEPORT` only admits sockets of the same user to the group. The twin
+///   also sends the requests of a dialog with no route set to its remote target
+///   (`SIPTransport.toward(_:)`), so their responses come back to it.
 /// - TCP/TLS: the flow's connection gets `SO_REUSEADDR`, then a listening socket binds its
 ///   port; the registrar keeps sending over the flow (its connection reuse is unchanged), others
 ///   connect to the listener. A TLS listener needs a certificate: the account's

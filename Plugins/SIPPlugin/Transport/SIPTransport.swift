@@ -61,15 +61,20 @@ final class SIPTransport: Sendable {
     /// What listens at this stream flow's address and port for other sources (nil for UDP,
     /// whose shared socket has its own, or when none could open; see ``ContactListener``).
     let listener: ContactStreamListener?
+    /// Set on a UDP transport that speaks for `base` from its socket's unconnected twin, writing
+    /// every datagram to ``remote`` (a dialog's remote target, ``SIPTransport/toward(_:)``).
+    let base: SIPTransport?
     private enum Life { case open, closedByOwner, lost }
     private let life = Mutex(Life.open)
 
-    private init(
+    init(
         kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress,
         flowTag: String,
         share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)? = nil,
-        listener: ContactStreamListener? = nil, onLost: @escaping @Sendable (SIPTransport) -> Void
+        listener: ContactStreamListener? = nil, base: SIPTransport? = nil,
+        onLost: @escaping @Sendable (SIPTransport) -> Void
     ) {
+        self.base = base
         self.listener = listener
         self.kind = kind
         self.channel = channel
@@ -84,7 +89,10 @@ final class SIPTransport: Sendable {
     /// The UDP socket this flow shares; nil for a stream.
     var sharedSocket: SharedDatagramSocket? { share?.socket }
 
-    var isActive: Bool { channel.isActive && life.withLock { $0 == .open } }
+    var isActive: Bool { channel.isActive && life.withLock { $0 == .open } && base?.isActive != false }
+
+    /// The flow whose closing ends this transport's client transactions: its ``base``, or itself.
+    var transactionFlow: ObjectIdentifier { ObjectIdentifier(base ?? self) }
 
     /// `host:port` for Via and Contact, with brackets around IPv6.
     var sentBy: String { "\(formatHost(localHost)):\(localPort)" }
@@ -112,7 +120,7 @@ final class SIPTransport: Sendable {
         serverName: String? = nil, log: ThrottledLog, user: String = "", flowTag: String? = nil,
         flows: DatagramFlowHub? = nil,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
-        inbound: @escaping SIPInboundHandler
+        listen: Bool = true, inbound: @escaping SIPInboundHandler
     ) async throws -> SIPTransport {
         let callbacks = FlowCallbacks(log: log, inbound: inbound, onPong: onPong)
         let flowTag = flowTag ?? Self.newFlowTag()
@@ -151,8 +159,9 @@ final class SIPTransport: Sendable {
             try await SIPTLS.verify(
                 channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
         }
-        let listener = await ContactStreamListener.open(
-            beside: channel, kind: kind, tls: tls, log: log, inbound: inbound)
+        let listener =
+            listen
+            ? await ContactStreamListener.open(beside: channel, kind: kind, tls: tls, log: log, inbound: inbound) : nil
         let transport = SIPTransport(
             kind: kind, channel: channel, localHost: localHost, remote: remote, flowTag: flowTag, listener: listener,
             onLost: onLost)
@@ -210,6 +219,12 @@ final class SIPTransport: Sendable {
             try await share.socket.send(bytes)
             return
         }
+        if base != nil {
+            guard isActive else { throw ChannelError.ioOnClosedChannel }
+            let envelope = AddressedEnvelope(remoteAddress: remote, data: channel.allocator.buffer(bytes: bytes))
+            try await channel.writeAndFlush(envelope)
+            return
+        }
         try await channel.writeAndFlush(channel.allocator.buffer(bytes: bytes))
     }
 
@@ -218,7 +233,8 @@ final class SIPTransport: Sendable {
     ///   closes its connection at once instead of waiting for a close_notify that cannot come.
     func close(graceful: Bool = true) async {
         end(as: .closedByOwner)
-        guard share == nil else { return }  // the hub closes a shared socket when its last flow left
+        // The hub closes a shared socket (and its twin) when its last flow left.
+        guard share == nil, base == nil else { return }
         if !graceful, kind == .tls {
             try? await channel.triggerUserOutboundEvent(TLSAbortHandler.Abort()).get()
         }
@@ -228,7 +244,7 @@ final class SIPTransport: Sendable {
     /// Ends a flow the owner found dead (flow ping unanswered): reported as lost. A shared
     /// socket stays open for its other flows; the account's next flow joins it afresh.
     func abandon() async {
-        guard share == nil else { return end(as: .lost) }
+        guard share == nil, base == nil else { return end(as: .lost) }
         try? await channel.close()
     }
 }

@@ -45,8 +45,10 @@ enum CallInput: Hashable, Sendable {
     case cancelled
     /// A timer of this call fired.
     case timerFired(CallTimer)
-    /// The far end's re-INVITE or UPDATE carries an offer.
-    case remoteOffer(method: String)
+    /// The far end's re-INVITE or UPDATE carries an offer. `ourOfferRefused`: our own pending
+    /// offer's final non-2xx (a 491) has already arrived, before the call heard of it (the
+    /// transaction layer notes it as it arrives, the far end's request may overtake it here).
+    case remoteOffer(method: String, ourOfferRefused: Bool = false)
     /// Our answer to the far end's offer went (2xx) or it was refused: the slot is free.
     case remoteOfferSettled
     /// The app or the policy wants to send an offer (re-INVITE or UPDATE).
@@ -173,7 +175,7 @@ struct CallMachine: Hashable, Sendable {
             guard case .glareWait = offerSlot else { return [] }
             offerSlot = .idle
             return [.sendOffer]
-        case .remoteOffer(let method): return remoteOffer(method: method, at: now)
+        case .remoteOffer(let method, let refused): return remoteOffer(method: method, ourOfferRefused: refused)
         case .remoteOfferSettled:
             if case .theirs = offerSlot { offerSlot = .idle }
             return []
@@ -238,9 +240,15 @@ struct CallMachine: Hashable, Sendable {
     /// §14.2: "A UAS that receives an INVITE on a dialog while an INVITE it had sent on that
     /// dialog is in progress MUST return a 491 (Request Pending) response to the received
     /// INVITE"; a second INVITE while one of theirs is open gets 500 with `Retry-After` (0–10 s).
-    /// RFC 3311 §5.2 says the same of an UPDATE against any pending offer.
-    private mutating func remoteOffer(method: String, at now: ContinuousClock.Instant) -> [CallAction] {
+    /// RFC 3311 §5.2 says the same of an UPDATE against any pending offer: "the UAS has generated
+    /// an offer ... to which it has not yet received an answer". An offer of ours already refused
+    /// (its 491 came, `ourOfferRefused`) is no longer pending: the far end's is answered, and the
+    /// answer's slot is theirs; our retry (after its glare wait) waits for it.
+    private mutating func remoteOffer(method: String, ourOfferRefused: Bool) -> [CallAction] {
         switch offerSlot {
+        case .ours where ourOfferRefused:
+            offerSlot = .theirs(method: method)
+            return [.answerOffer]
         case .ours: return [.refuseOffer(status: 491, reason: "Request Pending", retryAfter: nil)]
         case .theirs:
             return [.refuseOffer(status: 500, reason: "Server Internal Error", retryAfter: Int.random(in: 0...10))]

@@ -95,6 +95,9 @@ struct SIPCall {
     var pendingInvite: (request: SIPMessage, transaction: ServerTransaction)?
     /// Our INVITE or re-INVITE while it has no final response (what a CANCEL copies).
     var outgoingInvite: SIPMessage?
+    /// Our UPDATE with an offer while it has no final response (its transaction says whether a
+    /// refusal arrived: ``TransactionTable/refusalArrived(for:)``).
+    var outgoingUpdate: SIPMessage?
     /// Our 2xx to an INVITE waiting for its ACK (CSeq number); nil when none.
     var awaitingAck: UInt32?
     /// A provisional response (100 included) arrived for `outgoingInvite`: only then may it be

@@ -135,8 +135,10 @@ extension SIPUserAgent {
             let direction: CallDirection = call.isOutgoing ? .outgoing : .incoming
             // Its own task: once sent, the INVITE is settled (2xx ACKed and its answer taken in,
             // RFC 3261 §13.2.2.4) even when the executor cancels this action meanwhile.
-            let final = await Task { [request, flow] in
-                await self.settleInvite(request, call: id, over: flow, recovery: recovery != nil) { now in
+            // A re-INVITE in a dialog without route set goes to the remote target (§12.2.1.1).
+            let carrier = await dialogTransport(for: request, over: flow)
+            let final = await Task { [request, carrier] in
+                await self.settleInvite(request, call: id, over: carrier, recovery: recovery != nil) { now in
                     CallEvent(
                         call: id, phase: .active, trigger: recovery == nil ? "remote" : "network", peer: peer,
                         glareRetries: retries, direction: direction, downtime: recovery?.downtime,

@@ -14,9 +14,9 @@ struct PendingCancel {
 
 extension SIPUserAgent {
     /// Hangs up an outgoing call that has no answer yet: reported ended at once (reason
-    /// `CANCEL`); the CANCEL goes now when a provisional arrived, else with the first one.
-    func hangUpRingingOut(_ id: CallID, call: SIPCall, flow: SIPTransport) async throws {
-        end(id, trigger: "api", reason: "CANCEL")
+    /// `CANCEL`, or `reason`: `replaced` when an incoming `Replaces` took its place); the CANCEL goes now when a provisional arrived, else with the first one.
+    func hangUpRingingOut(_ id: CallID, call: SIPCall, flow: SIPTransport, reason: String = "CANCEL") async throws {
+        end(id, trigger: reason == "CANCEL" ? "api" : "remote", reason: reason)
         guard let invite = call.outgoingInvite else { return }
         cancelling[id] = PendingCancel(invite: invite, flow: flow, sent: call.heardProvisional)
         if call.heardProvisional { try await sendCancel(of: invite, over: flow) }
@@ -41,8 +41,11 @@ extension SIPUserAgent {
         }
         for route in invite.headers.values("Route") { cancel.headers.add("Route", route) }
         cancel.headers.add("CSeq", "\(invite.cseq?.number ?? 1) CANCEL")
+        // §9.1: the CANCEL goes where its INVITE went (a re-INVITE of a dialog with no route set:
+        // the remote target).
+        let carrier = await dialogTransport(for: invite, over: flow)
         do {
-            _ = try await runNonInviteTransaction(cancel, over: flow, table: table, timers: timers, clock: clock)
+            _ = try await runNonInviteTransaction(cancel, over: carrier, table: table, timers: timers, clock: clock)
         } catch {
             throw PluginError(
                 "no answer to the CANCEL of \(invite.headers["Call-ID"].map { LogText.escaped($0, limit: 64) } ?? "?")")

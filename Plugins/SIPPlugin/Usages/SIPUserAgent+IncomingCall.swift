@@ -35,7 +35,15 @@ extension SIPUserAgent {
             return true
         }
         if method == "INVITE", toTag == nil {
-            incomingInvite(request, callID: callID, fromTag: fromTag, transaction: transaction, reply: reply)
+            let replaces = IncomingReplaces.verdict(request.headers.values("Replaces"), calls: replaceableCalls)
+            if case .reject(let status, let reason)? = replaces {
+                reply(request.makeResponse(status: status, reason: reason, toTag: randomToken()))
+                return true
+            }
+            let id = incomingInvite(request, callID: callID, fromTag: fromTag, transaction: transaction, reply: reply)
+            if case .replace(let old, let confirmed)? = replaces, let id {
+                await replace(old, with: id, confirmed: confirmed)
+            }
             return true
         }
         guard let toTag,
@@ -65,15 +73,17 @@ extension SIPUserAgent {
     }
 
     /// A new call: checked, rung with 180 at once, reported `incoming`; the app answers it.
+    /// Returns its id (nil: refused).
+    @discardableResult
     private func incomingInvite(
         _ request: SIPMessage, callID: String, fromTag: String, transaction: ServerTransaction?,
         reply: (SIPMessage) -> Void
-    ) {
+    ) -> CallID? {
         let localTag = randomToken()
         guard let transaction, request.headers.listValues("Contact").first != nil, let from = request.headers["From"]
         else {
             reply(request.makeResponse(status: 400, reason: "Bad Request", toTag: localTag))
-            return
+            return nil
         }
         var offerAnswer = SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999))
         do {
@@ -82,7 +92,7 @@ extension SIPUserAgent {
         } catch {
             logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
-            return
+            return nil
         }
         // §12.1.1: remote tag, target, route set (Record-Route in order) from the INVITE; the
         // 180 and the 200 copy its Record-Route (`makeResponse`), so the caller's ACK and
@@ -91,7 +101,7 @@ extension SIPUserAgent {
         let id = CallID(randomToken())
         guard dialogs.insert(dialog, owner: account.callService(id)) else {
             reply(request.makeResponse(status: 486, reason: "Busy Here", toTag: localTag))
-            return
+            return nil
         }
         var state = SIPCall(
             id: id, isOutgoing: false, peer: extractURI(from), dialogID: dialog.id, offerAnswer: offerAnswer,
@@ -106,15 +116,20 @@ extension SIPUserAgent {
         reply(provisional)
         report(id, trigger: "remote")
         perform(ringing, call: id)
+        return id
     }
 
     /// Answers a ringing incoming call with `media` (200 with our SDP answer, resent until ACK).
     public func answer(_ id: CallID, media: any MediaSession = RTPEchoSession(), path: NetworkPath) async throws {
-        guard let call = calls[id], let pending = call.pendingInvite else {
-            throw PluginError.permanent("no incoming call \(id) to answer")
+        guard calls[id]?.pendingInvite != nil else { throw PluginError.permanent("no incoming call \(id) to answer") }
+        try await answer(id, media: media, over: try await flow(for: path))
+    }
+
+    /// ``answer(_:media:path:)`` over `flow`.
+    func answer(_ id: CallID, media: any MediaSession, over flow: SIPTransport) async throws {
+        guard let pending = calls[id]?.pendingInvite else {
+            throw PluginError.permanent("incoming call \(id) ended")
         }
-        let flow = try await flow(for: path)
-        guard calls[id]?.pendingInvite != nil else { throw PluginError.permanent("incoming call \(id) ended") }
         calls[id]?.pendingInvite = nil
         perform(calls[id]?.machine.handle(.answer, at: clock.now) ?? [], call: id)
         // The app's media session replaces the placeholder the ringing call held.
@@ -140,15 +155,13 @@ extension SIPUserAgent {
     ) async {
         guard calls[id] != nil, let transaction else { return }
         let method = request.method?.uppercased() ?? "INVITE"
-        if let call = calls[id], call.machine.ourOfferPending, let branch = call.outgoingInvite?.topViaBranch,
-            rejectedInvites.withLock({ $0.contains(branch) })
-        {
-            // Our INVITE's final non-2xx came (and was ACKed) before this request; the call has
-            // not taken it in yet, but our offer is no longer pending (§14.2): withdraw it.
-            calls[id]?.offerAnswer.rollback()
-            withdrawOffer(id)
-        }
-        let verdict = calls[id]?.machine.handle(.remoteOffer(method: method), at: clock.now) ?? []
+        // Our re-INVITE's or UPDATE's final non-2xx may have come before this request, noted by
+        // its transaction; the call has not taken it in yet, but our offer is no longer pending.
+        let ours = [calls[id]?.outgoingInvite, calls[id]?.outgoingUpdate].compactMap { $0 }
+        let refused = ours.contains { table.refusalArrived(for: $0) }
+        if refused, calls[id]?.machine.ourOfferPending == true { calls[id]?.offerAnswer.rollback() }
+        let verdict =
+            calls[id]?.machine.handle(.remoteOffer(method: method, ourOfferRefused: refused), at: clock.now) ?? []
         if case .refuseOffer(let status, let reason, let retryAfter)? = verdict.first {
             var refusal = request.makeResponse(status: status, reason: reason)
             if let retryAfter { refusal.headers.add("Retry-After", "\(retryAfter)") }

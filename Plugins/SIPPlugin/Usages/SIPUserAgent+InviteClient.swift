@@ -10,12 +10,8 @@ extension SIPUserAgent {
     func runInvite(_ invite: SIPMessage, call id: CallID, over flow: SIPTransport) async -> SIPMessage? {
         let (events, sink) = AsyncStream.makeStream(of: InviteClientEvent.self)
         let (table, timers, clock) = (self.table, self.timers, self.clock)
-        let branch = invite.topViaBranch ?? ""
-        Task { [weak self] in
-            let agent = self
-            await runInviteTransaction(
-                invite, over: flow, table: table, timers: timers, clock: clock, events: sink,
-                onRejected: { _ in agent?.rejectedInvites.withLock { _ = $0.insert(branch) } })
+        Task {
+            await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
         }
         var iterator = events.makeAsyncIterator()
         defer { cancelling[id] = nil }
@@ -29,10 +25,12 @@ extension SIPUserAgent {
                 if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
                 let ack = ackFor(invite, response: response, call: id, flow: flow)
-                try? await flow.send(ack)
+                // To the 2xx's Contact when it has no Record-Route (§12.2.1.1), else via the flow.
+                let ackCarrier = await dialogTransport(for: ack, over: flow)
+                try? await ackCarrier.send(ack)
                 Task {
                     while let later = await iterator.next() {
-                        if case .answeredAgain = later { try? await flow.send(ack) }
+                        if case .answeredAgain = later { try? await ackCarrier.send(ack) }
                     }
                 }
                 if calls[id] == nil, cancelling[id] != nil {
@@ -57,7 +55,6 @@ extension SIPUserAgent {
         reporting event: @Sendable (ContinuousClock.Instant) -> CallEvent
     ) async -> SIPMessage? {
         let final = await runInvite(invite, call: id, over: flow)
-        if let branch = invite.topViaBranch { rejectedInvites.withLock { _ = $0.remove(branch) } }
         calls[id]?.outgoingInvite = nil
         let offer = calls[id]?.offerInFlight
         calls[id]?.offerInFlight = nil

@@ -32,13 +32,16 @@ extension SIPUserAgent {
                 // Its own task: once sent, the UPDATE's answer is taken in even when the executor
                 // cancels this action meanwhile (the far end applied our offer).
                 response = try await Task { [update] in
-                    try await self.exchange(update, uri: update.requestURI ?? call.peer, over: flow) {
-                        self.nextCSeq(in: call.dialogID)
-                    }
+                    try await self.exchange(
+                        update, uri: update.requestURI ?? call.peer, over: flow,
+                        nextCSeq: { self.nextCSeq(in: call.dialogID) },
+                        sending: { self.calls[id]?.outgoingUpdate = $0 })
                 }.value
                 calls[id]?.offerInFlight = nil
+                calls[id]?.outgoingUpdate = nil
             } catch {
                 calls[id]?.offerInFlight = nil
+                calls[id]?.outgoingUpdate = nil
                 calls[id]?.offerAnswer.rollback()
                 throw error
             }
