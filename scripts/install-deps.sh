@@ -15,7 +15,7 @@ set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
 test_packages=(iproute2 kmod nftables kamailio kamailio-presence-modules kamailio-utils-modules kamailio-tls-modules
-    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils)
+    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base)
 
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;

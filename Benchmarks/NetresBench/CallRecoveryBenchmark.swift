@@ -10,7 +10,7 @@ import NetworkLab
 ///
 /// How each instant is taken (all on this host's CLOCK_REALTIME):
 /// - link-up and the default route: `ip -ts monitor link address route` in the phone host, the
-///   instant it read the kernel's message (µs after the kernel sent it, LAB-FACTS);
+///   instant it read the kernel's message (µs after the kernel sent it, measured on this machine kind);
 /// - the far end's 200 OK to a re-INVITE: sipp's message log stamp when it sent it;
 /// - RTP at the new address: tcpdump in the phone host (kernel stamps), first datagram to the
 ///   re-offered address and port after the change;

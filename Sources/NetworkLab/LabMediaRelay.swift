@@ -76,7 +76,7 @@ extension LabRegistrar {
 
     /// What the relay holds now (`rtpengine-ctl list sessions all`, then each session's streams
     /// with `list sessions ID`): per party the relay's port, the party's address and the packets, bytes
-    /// and errors it received from there. Text for a failure message and for ``relayedCallIDs()``.
+    /// and errors it received from there. Text for a failure message and for tests that look for a call's session.
     public func relaySessions() async throws -> String {
         guard let relay, let cli = LabMediaRelay.cli else {
             throw NetworkLabError(.unsupported, "this registrar has no media relay", seed: seed)

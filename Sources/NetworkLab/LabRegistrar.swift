@@ -24,6 +24,8 @@ public actor LabRegistrar {
     nonisolated let directory: String
     /// Started with `-A WITH_TLS`: a TLS listener on ``RegistrarOptions/tlsPort``.
     nonisolated let usesTLS: Bool
+    /// Whether it is also a push proxy (``RegistrarOptions/pushService``): msilo's table is written.
+    nonisolated let isPushProxy: Bool
     /// `-m`/`-M` (``RegistrarOptions/sharedMemoryMegabytes``).
     nonisolated let memoryArguments: [String]
     /// rtpengine beside Kamailio (``RegistrarOptions/mediaRelay``), nil without one.
@@ -82,6 +84,11 @@ public actor LabRegistrar {
         self.port = port
         self.directory = directory
         usesTLS = options.tlsConfiguration != nil
+        isPushProxy = options.pushService != nil
+        if let service = options.pushService, !RegistrarOptions.isServiceAddress(service) {
+            throw NetworkLabError(
+                .invalidRequest, "push service \(LabText.quoted(service)): want IPV4:PORT", seed: seed)
+        }
         memoryArguments = options.memoryArguments
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
@@ -89,7 +96,7 @@ public actor LabRegistrar {
             RegistrarConfig.render(
                 address4: address4, address6: address6, port: port, directory: directory, modules: modules,
                 digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
-                udpWorkers: options.udpWorkers), control: relay?.controlSocket)
+                udpWorkers: options.udpWorkers, pushService: options.pushService), control: relay?.controlSocket)
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
     }
 
@@ -116,6 +123,7 @@ public actor LabRegistrar {
         for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {
             try FileManager.default.copyItem(atPath: "\(Self.tables)/\(table)", toPath: "\(db)/\(table)")
         }
+        if isPushProxy { try RegistrarConfig.siloTable.write(toFile: db + "/silo", atomically: true, encoding: .utf8) }
         try await startRelay()
         let started = try await placement.spawn(
             [
@@ -199,7 +207,8 @@ public actor LabRegistrar {
 
 /// A fault the registrar plays on the wire, armed through Kamailio's `faults` htable.
 public enum RegistrarFault: Sendable, CustomStringConvertible {
-    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day).
+    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day;
+    /// 0 sends no Retry-After, which RFC 3263 §4.3 reads as "try the next server").
     case serviceUnavailable(retryAfter: Int, count: Int)
     /// The next authenticated REGISTER updates the binding but its 200 OK is never sent.
     case dropNextRegisterOK

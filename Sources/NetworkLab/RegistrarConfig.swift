@@ -19,6 +19,8 @@ import Foundation
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
 /// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
 /// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
+/// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
+/// service).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -67,6 +69,7 @@ enum RegistrarConfig {
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
         # @RELAY_MODULES@
+        @PUSH_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -81,12 +84,12 @@ enum RegistrarConfig {
         # "" (MD5, algorithm omitted from the challenge), "MD5" or "SHA-256"; set by the harness.
         modparam("auth", "algorithm", "@AUTH_ALGORITHM@")
 
-        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (LAB-FACTS).
+        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (measured).
         modparam("presence|pua", "db_url", "text://@DIR@/db")
         modparam("presence", "subs_db_mode", 2)
         modparam("presence", "server_address", "sip:@ADDR4@:@PORT@")
         modparam("presence_xml", "force_active", 1)
-        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (LAB-FACTS).
+        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (measured).
         modparam("pua_reginfo", "default_domain", "@ADDR4@")
         modparam("pua_reginfo", "server_address", "sip:reginfo@@ADDR4@:@PORT@")
         modparam("pua_reginfo", "outbound_proxy", "sip:@ADDR4@:@PORT@")
@@ -123,6 +126,7 @@ enum RegistrarConfig {
                 route(CALLS);
                 exit;
             }
+            @PUSH_MESSAGE@
             sl_send_reply("404", "Not Here");
         }
 
@@ -176,6 +180,7 @@ enum RegistrarConfig {
                 consume_credentials();
             }
             @RECORD_ROUTE@
+            @PUSH_INVITE@
             if (uri == myself && !lookup("location")) {
                 sl_send_reply("404", "Not Found");
                 exit;
@@ -186,7 +191,9 @@ enum RegistrarConfig {
         route[REGISTRAR] {
             if ($sht(faults=>unavailable) > 0) {
                 $sht(faults=>unavailable) = $sht(faults=>unavailable) - 1;
-                append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                if ($sht(faults=>retryafter) > 0) {
+                    append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                }
                 xlog("L_NOTICE", "NRTEST FAULT503 user=$fU retry-after=$sht(faults=>retryafter) at=$TV(Sn)\n");
                 sl_send_reply("503", "Service Unavailable");
                 exit;
@@ -230,6 +237,7 @@ enum RegistrarConfig {
             if ($hdr(Contact) == $null) { xlog("L_NOTICE", "NRTEST QUERIED user=$fU src=$si:$sp at=$TV(Sn)\n"); exit; }
             # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
+            @PUSH_REGISTERED@
         }
 
         route[PRESENCE] {
@@ -264,9 +272,10 @@ extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
         address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
-        recordRoute: Bool = true, udpWorkers: Int = 1
+        recordRoute: Bool = true, udpWorkers: Int = 1, pushService: String? = nil
     ) -> String {
-        let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
+        let text = withPush(template, service: pushService, address4: address4, port: port, directory: directory)
+            .replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
                 of: "@PORT@", with: "\(port)"
             )

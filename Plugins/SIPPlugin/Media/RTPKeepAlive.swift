@@ -42,7 +42,8 @@ public struct RTPKeepAlive: Hashable, Sendable {
 
     /// - Parameters:
     ///   - interval: how long the stream may stay silent (clamped to ``intervalRange``).
-    ///   - ssrc, sequence: our RTP source and first sequence number (random in production).
+    ///   - ssrc: our RTP synchronization source (random in production).
+    ///   - sequence: our first RTP sequence number (random in production).
     public init(interval: Duration = Self.defaultInterval, ssrc: UInt32, sequence: UInt16) {
         self.interval = min(max(interval, Self.intervalRange.lowerBound), Self.intervalRange.upperBound)
         self.ssrc = ssrc
