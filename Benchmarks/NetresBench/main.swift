@@ -11,6 +11,7 @@
 //   netres-bench failover [rounds] [accounts]       primary registrar killed → all bound at the backup (root)
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding recovery (root)
+//   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
 import Foundation
 import ResilienceDaemon
 
@@ -51,6 +52,21 @@ do {
         let minutes = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
         let rebindings = arguments.count > 2 ? Int(arguments[2]) ?? 10 : 10
         try await NATBenchmark(minutes: min(max(minutes, 1), 120), rebindings: min(max(rebindings, 1), 100)).run()
+    case "amnesia":
+        var benchmark = AmnesiaBenchmark()
+        for option in arguments.dropFirst() {
+            let parts = option.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, let value = Int(parts[1]) else {
+                throw BenchError("unknown amnesia option \(option)")
+            }
+            switch parts[0] {
+            case "udp": benchmark.udpAccounts = min(max(value, 0), 1000)
+            case "tcp": benchmark.tcpAccounts = min(max(value, 0), 200)
+            case "ping": benchmark.flowPing = min(max(value, 2), 600)
+            default: throw BenchError("unknown amnesia option \(option)")
+            }
+        }
+        try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -69,6 +85,7 @@ do {
                 + " | failover [rounds] [accounts]"
                 + " | push [calls] [idle-seconds]"
                 + " | nat [minutes] [rebindings]"
+                + " | amnesia [udp=N] [tcp=M] [ping=S]"
         )
         exit(64)
     }

@@ -41,6 +41,11 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     /// How long an incoming call rings before it is ended with 480 (RFC 3261 §13.3.1.1);
     /// clamped to 1 s – 1 h. Common phones ring for about 60 s.
     public var ringingTimeout: Duration = .seconds(60)
+    /// Whether a flow ping asks the registrar for the account's bindings (a REGISTER without
+    /// Contact, RFC 3261 §10.2.3) once they have gone unconfirmed for three quarters of the
+    /// flow-ping interval, so a registrar that forgot them is noticed; off, pings only prove the
+    /// flow (a registrar with a persistent location table saves the requests).
+    public var checksBindings = true
 
     public init(
         name: String, registrarHost: String, registrarPort: Int? = nil, transport: SIPTransportKind = .udp,

@@ -57,6 +57,7 @@ enum RegistrarConfig {
         loadmodule "registrar.so"
         loadmodule "auth.so"
         loadmodule "ctl.so"
+        loadmodule "cfg_rpc.so"
         loadmodule "htable.so"
         loadmodule "db_text.so"
         loadmodule "presence.so"
@@ -235,6 +236,8 @@ enum RegistrarConfig {
                 sl_reply_error();
                 exit;
             }
+            # A query (no Contact, RFC 3261 §10.2.3) bound nothing: it is logged as QUERIED.
+            if ($hdr(Contact) == $null) { xlog("L_NOTICE", "NRTEST QUERIED user=$fU src=$si:$sp at=$TV(Sn)\n"); exit; }
             # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
             @PUSH_REGISTERED@

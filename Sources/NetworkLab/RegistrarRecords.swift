@@ -24,7 +24,8 @@ public struct RegistrarBinding: Hashable, Sendable {
 
 /// One line of the registrar's request log: `NRTEST <kind> name=value … at=<realtime>`.
 ///
-/// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), `REPLY<status>` (a
+/// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), `QUERIED` (a REGISTER
+/// without Contact answered with the bindings), `REPLY<status>` (a
 /// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
 /// played: `FAULT503`, `FAULTDROP200`, `FAULT481`, or `PUSH` (the push proxy asked the push service
 /// to wake `user`; `kind` in ``fields``).

@@ -58,8 +58,9 @@ extension ResilienceCommand {
             }
             // Signals through ShutdownSignals, not the group's DispatchSource: idle means asleep.
             let group = daemon.makeGroup(signals: [])
-            ShutdownSignals.install([SIGTERM, SIGINT]) { _ in
-                Task { await group.triggerGracefulShutdown() }
+            // SIGCONT: the process was stopped; servers may have dropped what they could not reach.
+            ShutdownSignals.install([SIGTERM, SIGINT, SIGCONT]) { signal in
+                Task { signal == SIGCONT ? await daemon.processContinued() : await group.triggerGracefulShutdown() }
             }
             do {
                 try await group.run()

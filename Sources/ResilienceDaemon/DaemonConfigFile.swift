@@ -163,7 +163,7 @@ struct AccountReader {
     static let keys = [
         "name", "registrar", "port", "transport", "user", "domain", "auth-user", "password", "password-file",
         "expires", "outbound", "push", "subscriptions", "publish-presence", "flow-ping", "tls", "incoming-calls",
-        "ringing-timeout",
+        "ringing-timeout", "binding-check",
     ]
 
     /// Requested lifetimes: at least a minute (a shorter one is at or near the refresh margin and
@@ -232,6 +232,7 @@ struct AccountReader {
                 for item in items { account.subscriptions.append(try subscription(item)) }
             case "publish-presence": account.publishesPresence = try bool(value, what: "publish-presence")
             case "flow-ping": account.flowPing = try flowPing(value)
+            case "binding-check": account.checksBindings = try bool(value, what: "binding-check")
             case "tls": account.tls = try tlsSettings(value)
             case "incoming-calls":
                 incomingCalls = try reader.name(

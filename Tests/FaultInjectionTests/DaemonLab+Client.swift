@@ -7,24 +7,38 @@ extension DaemonLab {
     /// 5060, left to its 5061 default over TLS) into the lab's folder and returns its path.
     /// `account` holds extra lines of the account (`subscriptions:` ...), indented by 4 spaces.
     func writeDaemonConfig(user: String, transport: String = "udp", account: [String] = []) throws -> String {
-        let path = directory + "/netres-\(user).yaml"
-        let extra = account.map { "    " + $0 + "\n" }.joined()
-        try """
-        log-format: json
-        control-socket: \(controlSocket(of: user))
-        interfaces: [\(initial.interface)]
-        hold-down: 0
-        state-directory: \(directory)/state
-        accounts:
-          - name: \(user)
-            registrar: \(registrarAddress)
-            \(transport == "tls" ? "# port: 5061 by default" : "port: \(registrar.port)")
-            transport: \(transport)
-            user: \(user)
-            domain: \(registrarAddress)
-            password: secret-\(user)
+        try writeDaemonConfig(name: user, accounts: [(user, transport)], account: account)
+    }
 
-        """.appending(extra).write(toFile: path, atomically: true, encoding: .utf8)
+    /// ``writeDaemonConfig(user:transport:account:)`` with several accounts (user, transport), each
+    /// with the lines of `account`; the control socket, output and file are named after `name`.
+    func writeDaemonConfig(name: String, accounts: [(user: String, transport: String)], account: [String] = [])
+        throws -> String
+    {
+        let path = directory + "/netres-\(name).yaml"
+        let extra = account.map { "    " + $0 + "\n" }.joined()
+        var text = """
+            log-format: json
+            control-socket: \(controlSocket(of: name))
+            interfaces: [\(initial.interface)]
+            hold-down: 0
+            state-directory: \(directory)/state
+            accounts:
+
+            """
+        for (user, transport) in accounts {
+            text += """
+                  - name: \(user)
+                    registrar: \(registrarAddress)
+                    \(transport == "tls" ? "# port: 5061 by default" : "port: \(registrar.port)")
+                    transport: \(transport)
+                    user: \(user)
+                    domain: \(registrarAddress)
+                    password: secret-\(user)
+
+                """ + extra
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 

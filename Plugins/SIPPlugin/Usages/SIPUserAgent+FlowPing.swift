@@ -16,6 +16,9 @@ extension SIPUserAgent {
     ///   unreachable, connection closed): retrying the ping cannot help, the `flow.lost`
     ///   re-registration is the recovery.
     ///
+    /// Once the binding has gone unconfirmed for three quarters of the account's interval, the
+    /// ping is a binding query instead (``BindingCheck``, `checkBinding(over:)`).
+    ///
     /// A ping proves only the flow the registration was bound through: when the flow is another
     /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
     /// while the registrar may hold a binding, this registers through it instead, so a lost flow
@@ -29,6 +32,10 @@ extension SIPUserAgent {
             logger.notice("sip.flow-ping-registers", metadata: ["reason": "flow not registered"])
             try await register(path: path)
             return
+        }
+        let checkEvery = account.checksBindings ? account.flowPingInterval : nil
+        if registration.bindingCheck.probe(at: clock.now, flowPingInterval: checkEvery) == .queryBindings {
+            return try await checkBinding(over: flow)
         }
         let answered: Bool
         switch flow.kind {

@@ -26,6 +26,8 @@ struct RegistrationState {
     var publicAddress: String?
     /// The registrar keeps flows (RFC 5626): the UDP keep-alive is STUN.
     var keepsFlows = false
+    /// When the binding was last seen at the registrar, and whether the next ping asks again.
+    var bindingCheck = BindingCheck()
 
     init(expires: Int) { self.expires = expires }
 }
@@ -107,6 +109,7 @@ extension SIPUserAgent {
                 registration.flowTimer = response.flowTimer
                 noteNAT(from: response, on: flow)
                 registration.staleContacts.removeAll()
+                registration.bindingCheck.confirmed(at: clock.now)
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
@@ -155,10 +158,11 @@ extension SIPUserAgent {
         registration.flowTimer = nil
         registration.registeredFlow = nil
         registration.staleContacts.removeAll()
+        registration.bindingCheck.forget()
         logger.info("sip.unregistered")
     }
 
-    private func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
+    func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
         let aor = account.addressOfRecord
         let uri = "sip:\(account.domain)"
         var request = SIPMessage.request("REGISTER", uri: uri)
