@@ -43,7 +43,9 @@ extension CallRecoveryBenchmark.Series {
 
     /// After an address change at `at` to `address`: the far end's 200 OK to the re-INVITE, and
     /// the first captured datagram to `address` at the port that re-INVITE offered.
-    mutating func collectChange(far: LabSIPp, at: Double, address: String, packets: [RTPCapture]) {
+    /// With `relay` (the media relay's address), media at the new address is the first datagram
+    /// from the relay to it: the far end's re-INVITE names the relay's port, not ours.
+    mutating func collectChange(far: LabSIPp, at: Double, address: String, packets: [RTPCapture], relay: String?) {
         let reinvite = far.messages().first { !$0.sent && $0.method == "INVITE" && $0.at > at }
         let ok = far.messages().first {
             $0.sent && $0.status == 200 && $0.at > at && $0.header("CSeq")?.hasSuffix("INVITE") == true
@@ -54,9 +56,12 @@ extension CallRecoveryBenchmark.Series {
         }
         changeToOK.append(ok.at - at)
         let port = reinvite.bodyLine("m=audio ")?.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-        if let port, let first = packets.first(where: { $0.at > at && $0.destination == "\(address).\(port)" }) {
-            changeToRTP.append(first.at - at)
+        let first = packets.first { packet in
+            guard packet.at > at else { return false }
+            if let relay { return packet.source.hasPrefix(relay + ".") && packet.destination.hasPrefix(address + ".") }
+            return port.map { packet.destination == "\(address).\($0)" } ?? false
         }
+        if let first { changeToRTP.append(first.at - at) }
     }
 }
 
@@ -87,6 +92,7 @@ struct NetlinkLine {
 /// One datagram of `tcpdump -tt -n`: `1764000000.123456 IP SRC.PORT > DST.PORT: UDP, length N`.
 struct RTPCapture {
     var at: Double
+    var source: String
     var destination: String
 
     static func parse(file: String) -> [RTPCapture] {
@@ -94,7 +100,7 @@ struct RTPCapture {
         return text.split(separator: "\n").prefix(2_000_000).compactMap { line in
             let words = line.split(separator: " ", maxSplits: 5)
             guard words.count >= 5, words[1] == "IP", let at = Double(words[0]) else { return nil }
-            return RTPCapture(at: at, destination: String(words[4].dropLast()))
+            return RTPCapture(at: at, source: String(words[2]), destination: String(words[4].dropLast()))
         }
     }
 }
@@ -131,13 +137,13 @@ extension CallRecoveryBenchmark {
             |---|---|---|---|---|---|
             \(floorStats.row("sipp authenticated REGISTER → 200 OK", floor: nil))
 
-            ### An established call across a link flap (admin-down \(downFor); ms to the far end's 200 OK to the re-INVITE)
+            ### An established call across a link flap (admin-down \(downFor); ms to the far end's 200 OK to the re-INVITE)\(relay ? "; media through rtpengine" : "")
 
             | client | flaps | re-INVITEd | from link-up p50 | p99 | p50 vs floor | from default route p50 | p99 | p50 vs floor | 200 OKs never ACKed (whole run) |
             |---|---|---|---|---|---|---|---|---|---|
             \(flapRows.joined(separator: "\n"))
 
-            ### An established call across an address change (make-before-break; ms from the new address)
+            ### An established call across an address change (make-before-break; ms from the new address)\(relay ? "; media through rtpengine (RTP: its first datagram to the new address)" : "")
 
             | client | changes | re-INVITEd | to 200 OK p50 | p99 | p50 vs floor | to RTP at the new address p50 | p99 | p50 vs floor |
             |---|---|---|---|---|---|---|---|---|

@@ -10,7 +10,7 @@ import NetworkLab
 ///
 /// How each instant is taken (all on this host's CLOCK_REALTIME):
 /// - link-up and the default route: `ip -ts monitor link address route` in the phone host, the
-///   instant it read the kernel's message (µs after the kernel sent it, LAB-FACTS);
+///   instant it read the kernel's message (µs after the kernel sent it, measured on this machine kind);
 /// - the far end's 200 OK to a re-INVITE: sipp's message log stamp when it sent it;
 /// - RTP at the new address: tcpdump in the phone host (kernel stamps), first datagram to the
 ///   re-offered address and port after the change;
@@ -22,6 +22,8 @@ struct CallRecoveryBenchmark {
     var addressChanges = 2
     var floorSamples = 30
     var peer = true
+    /// Whether calls' media goes through rtpengine beside the registrar (``RegistrarOptions/mediaRelay``).
+    var relay = false
     var downFor = Duration.seconds(3)
     /// How long a client is given for one re-INVITE after a flap (netres) or a change (both).
     var netresBound = 10.0
@@ -45,7 +47,9 @@ struct CallRecoveryBenchmark {
             let phone = try await lab.addHost("phone")
             let server = try await lab.addHost("server")
             let wifi = try await lab.connect(phone, to: server, as: "wifi")
-            let registrar = try await lab.startRegistrar(in: server)
+            var options = RegistrarOptions()
+            options.mediaRelay = relay
+            let registrar = try await lab.startRegistrar(in: server, options: options)
             let dir = lab.directory
             try Self.farEndScenario.write(toFile: dir + "/far.xml", atomically: true, encoding: .utf8)
             try await lab.spawn(
@@ -102,7 +106,8 @@ struct CallRecoveryBenchmark {
                 let packets = RTPCapture.parse(file: dir + "/rtp.txt")
                 for index in clients.indices {
                     clients[index].series.collectChange(
-                        far: clients[index].far, at: changeAt, address: new, packets: packets)
+                        far: clients[index].far, at: changeAt, address: new, packets: packets,
+                        relay: relay ? registrar.address : nil)
                 }
                 log("address change \(change) to \(new)")
             }

@@ -6,9 +6,16 @@ public import ResilienceCore
 public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     /// Identifier used in service ids (`"<name>.registration"`) and logs.
     public var name: String
-    /// Registrar (outbound proxy) host: an IP literal or a resolvable name.
+    /// Registrar (outbound proxy) host: an IP literal or a name, resolved as RFC 3263 says
+    /// (NAPTR, SRV, then A/AAAA; see ``registrarPortIsExplicit``).
     public var registrarHost: String
-    public var registrarPort: Int
+    /// The registrar's port; setting it makes it explicit.
+    public var registrarPort: Int {
+        didSet { registrarPortIsExplicit = true }
+    }
+    /// Whether the port was given: then a name gets only A/AAAA lookups (RFC 3263 §4.2); without
+    /// one, its NAPTR and SRV records choose the servers, their ports and their order.
+    public var registrarPortIsExplicit: Bool
     public var transport: SIPTransportKind
     public var user: String
     /// SIP domain of the address-of-record (`sip:user@domain`); also the digest realm usually.
@@ -36,7 +43,7 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var ringingTimeout: Duration = .seconds(60)
 
     public init(
-        name: String, registrarHost: String, registrarPort: Int = 5060, transport: SIPTransportKind = .udp,
+        name: String, registrarHost: String, registrarPort: Int? = nil, transport: SIPTransportKind = .udp,
         user: String, domain: String, authUser: String? = nil, password: String, expires: Int = 600,
         instanceID: String? = nil, regID: Int? = nil, push: PushParameters? = nil,
         subscriptions: [SubscriptionTarget] = [], publishesPresence: Bool = false,
@@ -44,7 +51,8 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     ) {
         self.name = name
         self.registrarHost = registrarHost
-        self.registrarPort = registrarPort
+        self.registrarPort = registrarPort ?? transport.defaultPort
+        self.registrarPortIsExplicit = registrarPort != nil
         self.transport = transport
         self.user = user
         self.domain = domain

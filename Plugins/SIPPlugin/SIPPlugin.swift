@@ -19,6 +19,8 @@ public final class SIPPlugin: ResiliencePlugin {
     private let logger: Logger
     private let presenceBox = Mutex(PresenceDocument(isOpen: true))
     private let callMetrics: CallMetrics
+    /// RFC 3263 answers shared by the accounts; dropped when the network changes.
+    private let directory: RegistrarDirectory
     /// What the agents learned, for the manager (see `PluginReport`):
     /// - `.serviceChanged` after every action that changed a service: a registration's granted
     ///   expiry and keep-alive interval (the registrar's Flow-Timer, else the account's), a
@@ -67,6 +69,9 @@ public final class SIPPlugin: ResiliencePlugin {
         var pacers: [String: RegistrarPacer] = [:]
         // One UDP socket per local address and registrar for all accounts (see `DatagramFlowHub`).
         let flows = DatagramFlowHub(log: ThrottledLog(logger: logger, clock: ContinuousClock()))
+        // One RFC 3263 resolution per registrar name for all accounts (see `RegistrarDirectory`).
+        let directory = RegistrarDirectory(logger: logger)
+        self.directory = directory
         for account in accounts {
             let registrar =
                 "\(account.transport.rawValue):\(account.registrarHost.lowercased()):\(account.registrarPort)"
@@ -74,7 +79,7 @@ public final class SIPPlugin: ResiliencePlugin {
             pacers[registrar] = pacer
             agents[account.name] = SIPUserAgent(
                 account: account, timers: timers, logger: logger, clock: ContinuousClock(), pacer: pacer,
-                callSurvivalBudget: .seconds(30), flows: flows,
+                callSurvivalBudget: .seconds(30), flows: flows, directory: directory,
                 onFlowLost: { reportContinuation.yield(.flowLost($0)) },
                 onFlowActive: { reportContinuation.yield(.flowActive($0)) })
         }
@@ -103,7 +108,8 @@ public final class SIPPlugin: ResiliencePlugin {
     /// The actions the SIP plugin carries out (for the services of its accounts).
     public static let actions: Set<ActionKind> = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
-        .subscribe, .refreshSubscription, .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall,
+        .releaseFlow, .subscribe, .refreshSubscription, .unsubscribe, .publishPresence, .holdCall, .resumeCall,
+        .reinviteCall,
     ]
 
     /// The services this plugin keeps, for the manager's service table. The registration carries
@@ -159,6 +165,8 @@ public final class SIPPlugin: ResiliencePlugin {
     /// Holds every account's answers to the server's requests while `path` is unsatisfied, and
     /// sends the BYEs of calls hung up meanwhile once it is satisfied again.
     public func pathChanged(_ path: NetworkPath) {
+        // Another network may have other DNS servers and answers (RFC 3263 targets re-resolved).
+        directory.networkChanged()
         for agent in agents.values { agent.pathChanged(path) }
     }
 
@@ -202,6 +210,7 @@ public final class SIPPlugin: ResiliencePlugin {
             case .unregisterOldContact: try await agent.unregisterStaleContacts(path: context.path)
             case .unregister: try await agent.unregister(path: context.path)
             case .closeStaleTransports: await agent.closeStaleTransports(path: context.path)
+            case .releaseFlow: await agent.releaseFlow()
             case .pingFlow: try await agent.sendFlowPing(path: context.path)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a registration")
             }

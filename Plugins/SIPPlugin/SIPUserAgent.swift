@@ -54,6 +54,9 @@ public actor SIPUserAgent {
     /// Every change of every call, in order; keeps the newest 256 when nobody reads.
     public nonisolated let callEvents: AsyncStream<CallEvent>
     nonisolated let callEventSink: AsyncStream<CallEvent>.Continuation
+    /// Every MESSAGE received (RFC 3428), in order; keeps the newest 64 when nobody reads.
+    public nonisolated let messages: AsyncStream<InboundMessage>
+    nonisolated let messageSink: AsyncStream<InboundMessage>.Continuation
     /// The plugin's listener for call changes (service reports); set once, by ``SIPPlugin``.
     nonisolated let callObserver = Mutex<(@Sendable (CallEvent) -> Void)?>(nil)
     /// The flow ping waiting for its pong, tagged so a stale timeout cannot end a newer one, with
@@ -63,7 +66,7 @@ public actor SIPUserAgent {
     var pongCount: UInt64 = 0
     /// A flow being opened, shared by interleaved actions that need the same address. Only the
     /// newest opening may become ``transport`` (see ``flow(for:)``): `generation` tells it apart.
-    var opening: (local: String, generation: UInt64, task: Task<SIPTransport, any Error>)?
+    var opening: (local: String, remote: SocketAddress, generation: UInt64, task: Task<SIPTransport, any Error>)?
     var openingGeneration: UInt64 = 0
     /// Notifications and other unsolicited news; keeps the newest 64 when nobody reads.
     public nonisolated let events: AsyncStream<SIPEvent>
@@ -96,6 +99,14 @@ public actor SIPUserAgent {
     /// Starts the branch of every request this agent sends, on any of its flows, so a shared
     /// socket hands the responses to this agent (see `DatagramRoutes`).
     nonisolated let flowTag = SIPTransport.newFlowTag()
+    /// RFC 3263 answers, shared with the plugin's other accounts (see `SIPUserAgent+Failover`).
+    nonisolated let directory: RegistrarDirectory
+    /// The target in use and when the preferred one is probed again; the target of the last 2xx
+    /// to a REGISTER; the flows of probes in progress (their loss is nobody's), and whether one runs.
+    var failover = RegistrarFailover()
+    var boundTarget: SIPTarget?
+    var probeFlows: Set<ObjectIdentifier> = []
+    var probing = false
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -119,16 +130,19 @@ public actor SIPUserAgent {
     ) {
         self.init(
             account: account, timers: timers, logger: logger, clock: clock, pacer: pacer,
-            callSurvivalBudget: callSurvivalBudget, flows: nil, onFlowLost: onFlowLost, onFlowActive: onFlowActive)
+            callSurvivalBudget: callSurvivalBudget, flows: nil, directory: nil, onFlowLost: onFlowLost,
+            onFlowActive: onFlowActive)
     }
 
-    /// The public initializer's, plus `flows`: the plugin's shared UDP sockets.
+    /// The public initializer's, plus `flows`: the plugin's shared UDP sockets, and `directory`:
+    /// its RFC 3263 answers (nil: one of the agent's own).
     init(
         account: SIPAccount, timers: SIPTimers, logger: Logger, clock: any RuntimeClock, pacer: RegistrarPacer,
-        callSurvivalBudget: Duration, flows: DatagramFlowHub?,
+        callSurvivalBudget: Duration, flows: DatagramFlowHub?, directory: RegistrarDirectory?,
         onFlowLost: @escaping @Sendable ([ServiceID]) -> Void, onFlowActive: @escaping @Sendable ([ServiceID]) -> Void
     ) {
         self.flows = flows
+        self.directory = directory ?? RegistrarDirectory(logger: logger)
         self.account = account
         self.callSurvivalBudget = max(callSurvivalBudget, .zero)
         self.pacer = pacer
@@ -146,6 +160,7 @@ public actor SIPUserAgent {
         self.push = account.push
         (events, eventContinuation) = AsyncStream.makeStream(of: SIPEvent.self, bufferingPolicy: .bufferingNewest(64))
         (callEvents, callEventSink) = AsyncStream.makeStream(of: CallEvent.self, bufferingPolicy: .bufferingNewest(256))
+        (messages, messageSink) = AsyncStream.makeStream(of: InboundMessage.self, bufferingPolicy: .bufferingNewest(64))
     }
 
     deinit { inboundSession?.sink.finish() }
@@ -188,15 +203,17 @@ public actor SIPUserAgent {
     /// slow opening for an older address could replace the newer flow that the REGISTER went
     /// through, and every later SUBSCRIBE would open a third flow nobody registers.
     func flow(for path: NetworkPath) async throws -> SIPTransport {
-        let remote = try await registrarAddress()
+        let remote = try await currentTarget().socketAddress
         let family: AddressFamily = remote.protocol == .inet6 ? .ipv6 : .ipv4
         guard let local = Self.localAddress(in: path, family: family) else {
             throw PluginError("no usable \(family.rawValue) address on the current path")
         }
-        if let current = transport, current.isActive, current.localHost == local { return current }
+        if let current = transport, current.isActive, current.localHost == local, current.remote == remote {
+            return current
+        }
         // Actions of different services (registration, subscriptions) may interleave here: they
         // share one opening instead of racing to open two flows.
-        if let opening, opening.local == local { return try await opening.task.value }
+        if let opening, opening.local == local, opening.remote == remote { return try await opening.task.value }
         if let stale = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(stale))
@@ -216,7 +233,7 @@ public actor SIPUserAgent {
                 throw error
             }
         }
-        opening = (local, generation, task)
+        opening = (local, remote, generation, task)
         return try await task.value
     }
 
@@ -233,22 +250,7 @@ public actor SIPUserAgent {
         return opened
     }
 
-    /// The registrar's address. An IP literal needs no lookup (getaddrinfo would open and dump a
-    /// netlink socket on every action); a name is resolved for each action, so a new network
-    /// gets a fresh answer, on NIO's blocking-I/O pool rather than a Swift concurrency thread.
-    private func registrarAddress() async throws -> SocketAddress {
-        let (host, port) = (account.registrarHost, account.registrarPort)
-        if let literal = try? SocketAddress(ipAddress: host, port: port) { return literal }
-        do {
-            return try await NIOThreadPool.singleton.runIfActive {
-                try SocketAddress.makeAddressResolvingHost(host, port: port)
-            }
-        } catch {
-            throw PluginError("cannot resolve registrar \(host): \(error)")
-        }
-    }
-
-    private func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
+    func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
         serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
         let layer = transactionLayer(reliable: account.transport != .udp)
         do {
@@ -283,6 +285,7 @@ public actor SIPUserAgent {
     /// registration plus the established subscriptions and publication, whose server-side state
     /// may be gone with it.
     func flowLost(_ lost: SIPTransport) {
+        guard noteFlowLost(lost) else { return table.flowClosed(ObjectIdentifier(lost)) }
         lastFlowLostByServer = ObjectIdentifier(lost)
         table.flowClosed(ObjectIdentifier(lost))
         if transport === lost {

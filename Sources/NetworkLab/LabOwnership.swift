@@ -49,6 +49,7 @@ public enum LabOwnership {
                 removed.append(namespace)
             }
         }
+        removed += removeEtcFolders(where: abandoned)
         let folders = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         for folder in folders.sorted() where abandoned(folder) {
             killProcesses(naming: "/tmp/" + folder + "/")

@@ -24,9 +24,14 @@ public actor LabRegistrar {
     nonisolated let directory: String
     /// Started with `-A WITH_TLS`: a TLS listener on ``RegistrarOptions/tlsPort``.
     nonisolated let usesTLS: Bool
+    /// Whether it is also a push proxy (``RegistrarOptions/pushService``): msilo's table is written.
+    nonisolated let isPushProxy: Bool
     /// `-m`/`-M` (``RegistrarOptions/sharedMemoryMegabytes``).
     nonisolated let memoryArguments: [String]
+    /// rtpengine beside Kamailio (``RegistrarOptions/mediaRelay``), nil without one.
+    public nonisolated let relay: LabMediaRelay?
     var pid: pid_t?
+    var relayPID: pid_t?
 
     /// Kamailio, kamcmd, its modules and its db_text tables are installed.
     public static var isInstalled: Bool {
@@ -66,18 +71,32 @@ public actor LabRegistrar {
             throw NetworkLabError(
                 .unsupported, "a TLS registrar needs Kamailio's tls module (Debian kamailio-tls-modules)", seed: seed)
         }
+        if options.mediaRelay {
+            guard placement.host != nil, LabMediaRelay.isInstalled else {
+                throw NetworkLabError(
+                    .unsupported, "a media relay needs a lab host and rtpengine (Debian rtpengine, kamailio)",
+                    seed: seed)
+            }
+        }
+        relay = options.mediaRelay ? LabMediaRelay(address4: address4, address6: address6, directory: directory) : nil
         self.placement = placement
         self.address = address4
         self.port = port
         self.directory = directory
         usesTLS = options.tlsConfiguration != nil
+        isPushProxy = options.pushService != nil
+        if let service = options.pushService, !RegistrarOptions.isServiceAddress(service) {
+            throw NetworkLabError(
+                .invalidRequest, "push service \(LabText.quoted(service)): want IPV4:PORT", seed: seed)
+        }
         memoryArguments = options.memoryArguments
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
-        let config = RegistrarConfig.render(
-            address4: address4, address6: address6, port: port, directory: directory, modules: modules,
-            digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
-            udpWorkers: options.udpWorkers)
+        let config = RegistrarConfig.relay(
+            RegistrarConfig.render(
+                address4: address4, address6: address6, port: port, directory: directory, modules: modules,
+                digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
+                udpWorkers: options.udpWorkers, pushService: options.pushService), control: relay?.controlSocket)
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
     }
 
@@ -104,6 +123,8 @@ public actor LabRegistrar {
         for table in ["version", "presentity", "active_watchers", "watchers", "xcap", "pua"] {
             try FileManager.default.copyItem(atPath: "\(Self.tables)/\(table)", toPath: "\(db)/\(table)")
         }
+        if isPushProxy { try RegistrarConfig.siloTable.write(toFile: db + "/silo", atomically: true, encoding: .utf8) }
+        try await startRelay()
         let started = try await placement.spawn(
             [
                 kamailio, "-f", directory + "/kamailio.cfg", "-w", directory, "-P", directory + "/kamailio.pid", "-Y",
@@ -121,6 +142,7 @@ public actor LabRegistrar {
         }
         await placement.stop(started)
         pid = nil
+        await stopRelay()
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         throw NetworkLabError(.timedOut, "Kamailio did not come up within 10 s:\n\(log.suffix(1500))", seed: seed)
     }
@@ -132,6 +154,7 @@ public actor LabRegistrar {
         await placement.stop(running)
         try? FileManager.default.removeItem(atPath: controlSocket)
         try? FileManager.default.removeItem(atPath: directory + "/kamailio.pid")
+        await stopRelay()
         await placement.record("registrar stopped")
     }
 
@@ -184,7 +207,8 @@ public actor LabRegistrar {
 
 /// A fault the registrar plays on the wire, armed through Kamailio's `faults` htable.
 public enum RegistrarFault: Sendable, CustomStringConvertible {
-    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day).
+    /// The next `count` REGISTERs get 503 with `Retry-After: retryAfter` (seconds, clamped to a day;
+    /// 0 sends no Retry-After, which RFC 3263 §4.3 reads as "try the next server").
     case serviceUnavailable(retryAfter: Int, count: Int)
     /// The next authenticated REGISTER updates the binding but its 200 OK is never sent.
     case dropNextRegisterOK

@@ -27,6 +27,8 @@ public actor NetworkLab {
     var timeline: [LabEvent] = []
     var nftSerial = 0
     var isShutDown = false
+    /// Run first at shutdown: stops the lab's in-process services (``LabPushService``).
+    var onShutdown: [@Sendable () -> Void] = []
 
     /// Whether this machine can host a lab: root, and iproute2 installed.
     public static var isSupported: Bool { geteuid() == 0 && LabCommand.ip != nil }
@@ -134,11 +136,13 @@ public actor NetworkLab {
     public func shutdown() async {
         guard !isShutDown else { return }
         isShutDown = true
+        for stop in onShutdown { stop() }
         for pid in children.reversed() { await LabCommand.stop(pid) }
         children.removeAll()
         for host in hosts.reversed() {
             LabOwnership.killProcesses(inNamespace: host.namespace)
             _ = try? await ip(["netns", "delete", host.namespace])
+            try? FileManager.default.removeItem(atPath: LabOwnership.etcFolder(of: host.namespace))
         }
         hosts.removeAll()
         try? FileManager.default.removeItem(atPath: directory)

@@ -17,7 +17,10 @@ import Foundation
 /// `@DIR@`, `@MODULES@`, `@AUTH_ALGORITHM@` (`""` for MD5 without an algorithm parameter, `MD5`, `SHA-256`),
 /// `@UDP_WORKERS@` (Kamailio's `children`, see ``RegistrarOptions/udpWorkers``),
 /// `@RECORD_ROUTE@` (`record_route();`, or a comment: then a dialog's in-dialog requests go
-/// straight between the parties' Contacts and never reach the proxy).
+/// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
+/// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
+/// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
+/// service).
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -64,6 +67,8 @@ enum RegistrarConfig {
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
+        # @RELAY_MODULES@
+        @PUSH_MODULES@
         #!ifdef WITH_TLS
         loadmodule "tls.so"
         modparam("tls", "config", "@DIR@/tls.cfg")
@@ -78,12 +83,12 @@ enum RegistrarConfig {
         # "" (MD5, algorithm omitted from the challenge), "MD5" or "SHA-256"; set by the harness.
         modparam("auth", "algorithm", "@AUTH_ALGORITHM@")
 
-        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (LAB-FACTS).
+        # subs_db_mode 0 crashes 5.6.3 on presence.winfo; 2 with db_text works (measured).
         modparam("presence|pua", "db_url", "text://@DIR@/db")
         modparam("presence", "subs_db_mode", 2)
         modparam("presence", "server_address", "sip:@ADDR4@:@PORT@")
         modparam("presence_xml", "force_active", 1)
-        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (LAB-FACTS).
+        # The reg package needs pua + pua_reginfo, or its NOTIFY has no body (measured).
         modparam("pua_reginfo", "default_domain", "@ADDR4@")
         modparam("pua_reginfo", "server_address", "sip:reginfo@@ADDR4@:@PORT@")
         modparam("pua_reginfo", "outbound_proxy", "sip:@ADDR4@:@PORT@")
@@ -120,12 +125,14 @@ enum RegistrarConfig {
                 route(CALLS);
                 exit;
             }
+            @PUSH_MESSAGE@
             sl_send_reply("404", "Not Here");
         }
 
         # Replies the proxy relays to a call's requests are logged too (the witness of a 200 OK to a
         # re-INVITE); the presence server's own PUBLISH/NOTIFY replies would crowd the log.
         onreply_route {
+            # @RELAY_REPLY@
             if (is_method("INVITE|UPDATE|BYE|CANCEL")) {
                 xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
             }
@@ -136,6 +143,7 @@ enum RegistrarConfig {
         # host:port (sipp as the far end). In-dialog requests follow their Route (loose routing) or
         # their Request-URI; a CANCEL or a non-2xx ACK goes the way of its transaction.
         route[CALLS] {
+            # @RELAY_CALLS@
             if (is_method("CANCEL|ACK") && t_check_trans()) {
                 t_relay();
                 exit;
@@ -171,6 +179,7 @@ enum RegistrarConfig {
                 consume_credentials();
             }
             @RECORD_ROUTE@
+            @PUSH_INVITE@
             if (uri == myself && !lookup("location")) {
                 sl_send_reply("404", "Not Found");
                 exit;
@@ -181,7 +190,9 @@ enum RegistrarConfig {
         route[REGISTRAR] {
             if ($sht(faults=>unavailable) > 0) {
                 $sht(faults=>unavailable) = $sht(faults=>unavailable) - 1;
-                append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                if ($sht(faults=>retryafter) > 0) {
+                    append_to_reply("Retry-After: $sht(faults=>retryafter)\r\n");
+                }
                 xlog("L_NOTICE", "NRTEST FAULT503 user=$fU retry-after=$sht(faults=>retryafter) at=$TV(Sn)\n");
                 sl_send_reply("503", "Service Unavailable");
                 exit;
@@ -223,6 +234,7 @@ enum RegistrarConfig {
             }
             # Logged right after save() has sent the 200 OK: the instant the binding was confirmed.
             xlog("L_NOTICE", "NRTEST REGISTERED user=$fU contact=$ct at=$TV(Sn)\n");
+            @PUSH_REGISTERED@
         }
 
         route[PRESENCE] {
@@ -257,9 +269,10 @@ extension RegistrarConfig {
     /// The template with its placeholders filled; without `address6` the IPv6 listeners are left out.
     static func render(
         address4: String, address6: String?, port: Int, directory: String, modules: String, digestAlgorithm: String,
-        recordRoute: Bool = true, udpWorkers: Int = 1
+        recordRoute: Bool = true, udpWorkers: Int = 1, pushService: String? = nil
     ) -> String {
-        let text = template.replacingOccurrences(of: "@ADDR4@", with: address4)
+        let text = withPush(template, service: pushService, address4: address4, port: port, directory: directory)
+            .replacingOccurrences(of: "@ADDR4@", with: address4)
             .replacingOccurrences(of: "@ADDR6@", with: address6 ?? "").replacingOccurrences(
                 of: "@PORT@", with: "\(port)"
             )

@@ -29,17 +29,32 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// (an ACK and the BYE after it) may leave the proxy in the other order, as UDP allows but a
     /// scripted far end (sipp) does not tolerate. Default 1; a load bench wants more.
     public var udpWorkers: Int
+    /// `ADDRESS:PORT` of a push service (``LabPushService``): with it the registrar is also an
+    /// RFC 8599 push proxy (`RegistrarConfig+Push.swift`: tsilo, msilo, http_client).
+    public var pushService: String?
+    /// Whether calls' media goes through rtpengine (Debian `rtpengine`, user-space forwarding) beside
+    /// Kamailio, which rewrites every SDP of a call with its `rtpengine` module (``LabMediaRelay``).
+    public var mediaRelay = false
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,
-        privateMemoryMegabytes: Int = 4, recordRoute: Bool = true, udpWorkers: Int = 1
+        privateMemoryMegabytes: Int = 4, recordRoute: Bool = true, udpWorkers: Int = 1, pushService: String? = nil
     ) {
+        self.pushService = pushService
         self.udpWorkers = min(max(udpWorkers, 1), 8)
         self.digestAlgorithm = digestAlgorithm
         self.tlsConfiguration = tlsConfiguration
         self.sharedMemoryMegabytes = sharedMemoryMegabytes
         self.privateMemoryMegabytes = privateMemoryMegabytes
         self.recordRoute = recordRoute
+    }
+
+    /// Whether `text` is `IPV4:PORT` (the only form written into Kamailio's configuration).
+    static func isServiceAddress(_ text: String) -> Bool {
+        let parts = text.split(separator: ":")
+        guard parts.count == 2, let port = Int(parts[1]), (1...65535).contains(port) else { return false }
+        let octets = parts[0].split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets.allSatisfy { Int($0).map { (0...255).contains($0) } ?? false }
     }
 
     /// Kamailio's memory arguments, clamped.

@@ -26,7 +26,8 @@ public struct RegistrarBinding: Hashable, Sendable {
 ///
 /// `kind` is the request method, `REGISTERED` (a binding saved and confirmed), `REPLY<status>` (a
 /// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
-/// played: `FAULT503`, `FAULTDROP200`, `FAULT481`.
+/// played: `FAULT503`, `FAULTDROP200`, `FAULT481`, or `PUSH` (the push proxy asked the push service
+/// to wake `user`; `kind` in ``fields``).
 public struct RegistrarRequest: Hashable, Sendable {
     public var kind: String
     /// The From user.

@@ -5,10 +5,11 @@ extension ResilienceCommand {
     /// Talks to a running `netres run` over its control socket.
     struct Ctl: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Control a running `netres run`: app state, status, push token, calls.",
+            abstract: "Control a running `netres run`: app state, status, push token, push, calls.",
             discussion: "Exit status 1 when the daemon answers with an error, 2 when it cannot be reached.",
             subcommands: [
-                State.self, Status.self, PushToken.self, Call.self, Answer.self, Hangup.self, Hold.self, Resume.self,
+                State.self, Status.self, PushToken.self, Push.self, Messages.self, Call.self, Answer.self, Hangup.self,
+                Hold.self, Resume.self,
                 Interruption.self, Calls.self,
             ]
         )

@@ -34,6 +34,11 @@ extension ResilienceCommand.Policy {
         @Flag(help: "Print the explanation as JSON.")
         var json = false
 
+        @Flag(
+            help:
+                "Explain for accounts without a push token (RFC 8599): suspended keeps its flow instead of sleeping.")
+        var noPushToken = false
+
         func run() throws {
             guard let appState = AppState(rawValue: state) else {
                 throw usage("state", state, among: AppState.allCases.map(\.rawValue))
@@ -55,7 +60,8 @@ extension ResilienceCommand.Policy {
                 throw usage("trigger", trigger, among: TriggerPattern.concreteNames)
             }
             let explanation = PolicyExplainer.explain(
-                policy: document.policy, state: appState, trigger: resolved, services: services, at: now)
+                policy: document.policy, state: appState, trigger: resolved, services: services, at: now,
+                pushToken: !noPushToken)
             print(json ? ResilienceCommand.Policy.json(explanation.json) : Self.render(explanation, policy: policy))
         }
 

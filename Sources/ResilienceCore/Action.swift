@@ -35,6 +35,10 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     /// Ping the flow under a service so it stays open (RFC 5626: CRLF over TCP, OPTIONS over
     /// UDP). Not a refresh: re-REGISTER/re-SUBSCRIBE before expiry are `refresh-*` actions.
     public static let pingFlow: Self = "ping-flow"
+    /// Close the flow under a registration without removing its binding: the registrar, an
+    /// RFC 8599 push proxy, keeps the binding and pushes when it needs the device. Local (it sends
+    /// nothing) and optional (a stack without flows of its own has nothing to close).
+    public static let releaseFlow: Self = "release-flow"
 
     /// Built-in actions that need no network path: they only touch local state (finish or refuse
     /// local HTTP requests, close sockets bound to a vanished address).
@@ -43,7 +47,7 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     /// plans them during a loss, and the executor starts and retries them while the path is
     /// unsatisfied and does not cancel them when a loss starts a new epoch. A plugin declares its
     /// own local actions with `ResiliencePlugin.localActions`.
-    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports]
+    public static let local: Set<ActionKind> = [.drainHTTP, .closeStaleTransports, .releaseFlow]
 
     /// Whether this is a built-in local action (see ``local``); a plugin's own actions are local
     /// only when the plugin lists them in `localActions`.
@@ -55,7 +59,7 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     /// plugin performs for a service is skipped (the executor reports it `skipped`, not failed)
     /// and the service's next action starts, so a plugin performs only the kinds it has a use
     /// for. Every other action no plugin performs fails permanently.
-    public static let optionalSteps: Set<ActionKind> = [.closeStaleTransports, .unregisterOldContact]
+    public static let optionalSteps: Set<ActionKind> = [.closeStaleTransports, .unregisterOldContact, .releaseFlow]
 
     /// Whether this is an optional step (see ``optionalSteps``).
     public var isOptionalStep: Bool { Self.optionalSteps.contains(self) }
@@ -64,7 +68,7 @@ public struct ActionKind: RawRepresentable, Hashable, Sendable, Codable, Compara
     public static let builtIn: [ActionKind] = [
         .register, .refreshRegistration, .unregisterOldContact, .unregister, .subscribe, .refreshSubscription,
         .unsubscribe, .publishPresence, .holdCall, .resumeCall, .reinviteCall, .drainHTTP, .openHTTP,
-        .closeStaleTransports, .pingFlow,
+        .closeStaleTransports, .pingFlow, .releaseFlow,
     ]
 }
 

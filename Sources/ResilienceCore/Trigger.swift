@@ -7,6 +7,12 @@ public enum Trigger: Hashable, Sendable {
     /// The wake-up scheduler's coalesced refresh wake-up; the listed services are due for refresh (re-REGISTER, re-SUBSCRIBE before expiry).
     case refreshDue([ServiceID])
     case pushTokenChanged
+    /// A push notification for an account arrived (RFC 8599): by default it registers the
+    /// account's registration at once, in every app state, and opens a wake window.
+    case push(Push)
+    /// The wake window a push opened for this account ran out while the app is suspended: the
+    /// account may go back to sleep (no flow, no refresh, no ping).
+    case pushWindowEnded(account: String)
     /// Decided once when the manager starts, right after the first path is known: brings the
     /// services up (what needs the network waits for `network.restored` when the path is down).
     case started
@@ -28,6 +34,8 @@ public enum Trigger: Hashable, Sendable {
         case .callStateChanged: "call.state-changed"
         case .refreshDue: "refresh.due"
         case .pushTokenChanged: "push.token-changed"
+        case .push(let push): "push.received.\(push.kind.rawValue)"
+        case .pushWindowEnded: "push.window-ended"
         case .started: "started"
         case .flowLost: "flow.lost"
         case .flowPingDue: "flow.ping-due"

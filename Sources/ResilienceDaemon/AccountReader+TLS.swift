@@ -56,7 +56,11 @@ extension AccountReader {
             }
             account.transport = .tls
         }
-        if !entries.contains(where: { $0.key == "port" }) { account.registrarPort = account.transport.defaultPort }
+        if !entries.contains(where: { $0.key == "port" }) {
+            account.registrarPort = account.transport.defaultPort
+            // No port given: a name's SRV records choose it (RFC 3263 §4.2).
+            account.registrarPortIsExplicit = false
+        }
     }
 
     /// `registrar` without a leading `sips:` (any case): the host the grammar checks.

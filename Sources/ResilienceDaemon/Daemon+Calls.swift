@@ -22,7 +22,7 @@ extension Daemon {
             case .calls(let json):
                 let records = await calls.records()
                 return (json ? CallsReport.json(records) : CallsReport.human(records)) + "\n"
-            case .state, .status, .pushToken:
+            case .state, .status, .pushToken, .push, .messages:
                 return "error: not a call command\n"
             }
         } catch {
@@ -60,19 +60,27 @@ extension Daemon {
     }
 }
 
-/// Follows every account's call events for the daemon until graceful shutdown (the agents'
-/// streams never end on their own; without accounts it only waits, since a service group treats
-/// an early return as a failure).
+/// Follows every account's call events and MESSAGEs (``Daemon/messageReceived(_:)``) for the
+/// daemon until graceful shutdown (the agents' streams never end on their own; without
+/// accounts it only waits, since a service group treats an early return as a failure).
 struct CallFollower: Service {
     let daemon: Daemon
 
     func run() async throws {
         await withDiscardingTaskGroup { group in
             for entry in daemon.config.accounts {
-                guard let events = daemon.plugin.callEvents(of: entry.account.name) else { continue }
-                group.addTask {
-                    for await event in events.cancelOnGracefulShutdown() {
-                        await daemon.callEvent(event, account: entry.account)
+                if let events = daemon.plugin.callEvents(of: entry.account.name) {
+                    group.addTask {
+                        for await event in events.cancelOnGracefulShutdown() {
+                            await daemon.callEvent(event, account: entry.account)
+                        }
+                    }
+                }
+                if let messages = daemon.plugin.messages(of: entry.account.name) {
+                    group.addTask {
+                        for await message in messages.cancelOnGracefulShutdown() {
+                            await daemon.messageReceived(message)
+                        }
                     }
                 }
             }

@@ -62,6 +62,8 @@ public final class Daemon: Sendable {
     let lock = Mutex<InstanceLock?>(nil)
     /// The calls placed and received, for `netres ctl`.
     let calls: CallDesk
+    /// The MESSAGEs received, for `netres ctl messages`.
+    let messages = MessageBook()
     /// Keeps a flood of call events out of the log and the hooks (``CallEventThrottle``).
     let callEventThrottle = CallEventThrottle()
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
@@ -143,6 +145,7 @@ public final class Daemon: Sendable {
         lock.withLock { $0 = acquired }
         try await monitor?.start()
         for service in plugin.services { await manager.register(service) }
+        await announcePushAvailability()
     }
 
     /// Stops netlink and hooks (a running hook gets its timeout); call after the service group returned.
@@ -205,8 +208,13 @@ public final class Daemon: Sendable {
             }
             _ = await plugin.setPushParameters(
                 PushParameters(provider: push.provider, prid: token, param: push.param), for: name)
+            await manager.setPushAvailable(true, for: name)
             await manager.pushTokenChanged()
             return "ok push-token \(name)\n"
+        case .push(let push):
+            return await handlePush(push)
+        case .messages(let json):
+            return await messages.listing(json: json) + "\n"
         case .call, .callControl, .interruption, .calls:
             return await handleCall(command)
         }

@@ -1,6 +1,6 @@
 import Metrics
 public import Prometheus
-import ResilienceCore
+public import ResilienceCore
 public import ResilienceRuntime
 public import SIPPlugin
 import Synchronization
@@ -17,6 +17,8 @@ import Synchronization
 ///   successful register or refresh after it: how long a SIP service stayed down because of the network;
 /// - `netres_registrations` by `outcome`: the SIP plugin's register and refresh attempts;
 /// - `netres_flows_lost`: services whose flow the SIP plugin reported lost;
+/// - from ``observe(push:)``, `netres_pushes` by `kind` (call, message, refresh): pushes received;
+/// - from ``observeMessage()``, `netres_messages`: SIP MESSAGEs received;
 /// - from ``observe(call:)``, `netres_call_events` by `state`. The SIP plugin records its own
 ///   call instruments into ``factory`` (`netres_calls_recovered`, `netres_calls_lost` by
 ///   `reason`, the `netres_call_recovery` histogram, with the long buckets here).
@@ -53,6 +55,8 @@ public final class DaemonMetrics: Sendable {
         for outcome in Self.registrationOutcomes { _ = counter("netres.registrations", [("outcome", outcome)]) }
         _ = counter("netres.flows.lost", [])
         for state in Self.callStates { _ = counter("netres.call.events", [("state", state.rawValue)]) }
+        for kind in PushKind.allCases { _ = counter("netres.pushes", [("kind", kind.rawValue)]) }
+        _ = counter("netres.messages", [])
         // The executor's counter for the daemon's one plugin (its id is "sip"): each SIP action's
         // successes and permanent failures, the pair alerts compare.
         for kind in SIPPlugin.actions.sorted() {
@@ -75,6 +79,14 @@ public final class DaemonMetrics: Sendable {
     public func observe(call event: CallEvent) {
         counter("netres.call.events", [("state", event.phase.rawValue)]).increment()
     }
+
+    /// Counts one push the daemon received.
+    public func observe(push: Push) {
+        counter("netres.pushes", [("kind", push.kind.rawValue)]).increment()
+    }
+
+    /// Counts one MESSAGE an account received.
+    public func observeMessage() { counter("netres.messages", []).increment() }
 
     /// Counts what one manager event says; call for every event, in order.
     public func observe(_ event: ResilienceEvent) {

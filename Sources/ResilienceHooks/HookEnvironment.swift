@@ -54,7 +54,7 @@ public enum HookEnvironment {
     public static func variables(
         ofCall call: Call, at instant: ContinuousClock.Instant = .now, clock: WallClock
     ) -> [String: String] {
-        var variables = Dictionary(uniqueKeysWithValues: transitionNames.map { ($0, "") })
+        var variables = Dictionary(uniqueKeysWithValues: (transitionNames + pushNames).map { ($0, "") })
         let values = [
             call.id, call.account, LogText.escaped(call.peer, limit: 200), call.state, call.direction,
             call.trigger, LogText.escaped(call.reason, limit: 64), String(max(0, call.heldBack)),
@@ -97,7 +97,7 @@ public enum HookEnvironment {
             "NETRES_DOWNTIME_MS": downtime,
             "NETRES_TIME": clock.rfc3339(transition.at),
         ]
-        for name in callNames { variables[name] = "" }
+        for name in callNames + pushNames { variables[name] = "" }
         return variables
     }
 }

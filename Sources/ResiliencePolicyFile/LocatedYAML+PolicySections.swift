@@ -5,7 +5,7 @@ import Yams
 extension LocatedYAML {
     static let topKeys = [
         "version", "hold-down", "backoff", "wake-up-minimum-interval", "refresh-margin", "flap-damping",
-        "call-survival-budget", "levels", "rules", "extra-rules", "services",
+        "call-survival-budget", "push-wake-window", "levels", "rules", "extra-rules", "services",
     ]
     static let dampingKeys = ["penalty", "suppress", "reuse", "half-life", "max-suppression"]
     static let backoffKeys = ["initial", "multiplier", "jitter", "max"]
@@ -25,6 +25,8 @@ extension LocatedYAML {
     static let dampingTimeRange = Duration.seconds(1) ... .seconds(3_600)
     /// 0 keeps calls across any outage; more than a day is a typo, not a budget.
     static let callSurvivalBudgetRange = Duration.zero ... .seconds(86_400)
+    /// A window under a second cannot carry a REGISTER and an INVITE; over 10 min is no sleep.
+    static let pushWakeWindowRange = Duration.seconds(1) ... .seconds(600)
 
     /// The whole file: settings, level table, rules and explain services.
     func document(_ root: Node) throws(PolicyFileError) -> PolicyDocument {
@@ -50,6 +52,8 @@ extension LocatedYAML {
             case "call-survival-budget":
                 policy.callSurvivalBudget = try duration(
                     node, what: "call-survival-budget", in: Self.callSurvivalBudgetRange)
+            case "push-wake-window":
+                policy.pushWakeWindow = try duration(node, what: "push-wake-window", in: Self.pushWakeWindowRange)
             case "levels": policy.levels = try levels(node)
             case "rules": fileRules = try rules(node, what: entry.key)
             case "extra-rules": extraRules = try rules(node, what: entry.key)

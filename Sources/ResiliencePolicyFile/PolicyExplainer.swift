@@ -78,18 +78,24 @@ public enum PolicyExplainer {
         case "flow.ping-due": return .flowPingDue(sessions)
         case "started": return .started
         case "push.token-changed": return .pushTokenChanged
+        case "push", "push.received", "push.received.call": return try? .push(Push(account: account, kind: .call))
+        case "push.received.message": return try? .push(Push(account: account, kind: .message))
+        case "push.received.refresh": return try? .push(Push(account: account, kind: .refresh))
+        case "push.window-ended": return .pushWindowEnded(account: account)
         case "shutdown": return .shutdown
         default: return nil
         }
     }
 
     /// Explains `trigger` arriving in `state`; for `interruption-ended`, an `interrupted` runs first
-    /// and the calls it held are shown as held.
+    /// and the calls it held are shown as held. `pushToken`: whether the services' accounts have a
+    /// push token (RFC 8599), which decides whether suspended is asleep.
     public static func explain(
         policy: Policy, state: AppState, trigger: Trigger, services original: [ClientService],
-        at now: ContinuousClock.Instant
+        at now: ContinuousClock.Instant, pushToken: Bool = true
     ) -> PolicyExplanation {
         var engine = RulesEngine(policy: policy, appState: state, networkAvailable: trigger != .network(.restored))
+        if pushToken { engine.pushAccounts = Set(original.compactMap(\.account)) }
         var services = original
         var setup: [String] = []
         if trigger == .app(.interruptionEnded) {

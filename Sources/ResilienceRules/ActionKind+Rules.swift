@@ -28,7 +28,8 @@ extension ActionKind {
     /// The service families a built-in action applies to; nil means any (plugin actions).
     public var families: Set<ServiceSelector.Family>? {
         switch self {
-        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow:
+        case .register, .refreshRegistration, .unregisterOldContact, .unregister, .closeStaleTransports, .pingFlow,
+            .releaseFlow:
             [.registration]
         case .subscribe, .refreshSubscription, .unsubscribe: [.subscription]
         case .publishPresence: [.presencePublish]

@@ -109,6 +109,21 @@ extension Policy {
             Rule(
                 "push-token-register", on: [.named("push.token-changed")], when: awake, for: [.registration],
                 do: [.register]),
+            // RFC 8599: suspended with a push token is asleep (no flow, no refresh, no ping); the
+            // registrar keeps the binding and pushes. Without a token, suspended keeps its flow.
+            Rule(
+                "suspend-release-flow", on: [.named("app.suspending")], when: [.suspended], for: [.registration],
+                if: [.pushAvailable, .noCall], do: [.releaseFlow]),
+            // A push registers the pushed account at once through a new flow, in every state;
+            // awake, its subscriptions follow (after the registration).
+            Rule(
+                "push-register", on: [.named("push.received")], for: [.registration], if: [.affected], do: [.register]),
+            Rule(
+                "push-subscribe", on: [.named("push.received")], when: awake, for: [.subscription], if: [.affected],
+                do: [.subscribe]),
+            Rule(
+                "push-window-release-flow", on: [.named("push.window-ended")], when: [.suspended], for: [.registration],
+                if: [.affected, .pushAvailable, .noCall], do: [.releaseFlow]),
             Rule(
                 "shutdown-drain-http", on: [.named("shutdown")], when: awake, for: [.http], if: [.running],
                 do: [.drainHTTP]),

@@ -19,6 +19,10 @@ public struct Policy: Sendable, Hashable {
     /// across any outage. The manager hands it to plugins with every action
     /// (`PluginContext.callSurvivalBudget`).
     public var callSurvivalBudget: Duration
+    /// How long an account a push woke stays awake while the app is suspended (for the call or
+    /// message it was woken for) before it may sleep again (`push.window-ended`); an account with
+    /// a call stays awake until the call is over. The seeds' platform gives a woken app ~10 s.
+    public var pushWakeWindow: Duration
     /// The service-level table, in file order.
     public var levels: [ServiceLevelRow]
     /// The rules, in evaluation order.
@@ -31,6 +35,7 @@ public struct Policy: Sendable, Hashable {
         refreshMargin: Duration = .seconds(30),
         flapDamping: FlapDampingPolicy = FlapDampingPolicy(),
         callSurvivalBudget: Duration = .seconds(30),
+        pushWakeWindow: Duration = .seconds(10),
         levels: [ServiceLevelRow] = Policy.defaultLevels,
         rules: [Rule] = Policy.defaultRules
     ) {
@@ -40,6 +45,7 @@ public struct Policy: Sendable, Hashable {
         self.refreshMargin = refreshMargin
         self.flapDamping = flapDamping
         self.callSurvivalBudget = callSurvivalBudget
+        self.pushWakeWindow = pushWakeWindow
         self.levels = levels
         self.rules = rules
     }

@@ -37,7 +37,7 @@ public struct ServiceLevelRow: Hashable, Sendable {
 
 /// A trigger name or prefix in a policy file: `network.changed` matches every
 /// `network.changed.*`; `network` matches every network trigger; `flow` matches `flow.lost` and
-/// `flow.ping-due`.
+/// `flow.ping-due`; `push.received` matches a push of every kind.
 public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
     public var name: String
 
@@ -58,10 +58,13 @@ public struct TriggerPattern: Hashable, Sendable, CustomStringConvertible {
         ["network.lost", "network.restored"] + PathChange.allCases.map { "network.changed.\($0.rawValue)" }
         + AppEvent.allCases.map { "app.\($0.policyName)" }
         + ["call.state-changed", "refresh.due", "push.token-changed"]
+        + PushKind.allCases.map { "push.received.\($0.rawValue)" } + ["push.window-ended"]
         + ["started", "flow.lost", "flow.ping-due", "shutdown"]
 
-    /// Concrete names plus the prefixes `network`, `network.changed`, `app`, `flow`.
-    public static let allNames: [String] = concreteNames + ["network", "network.changed", "app", "flow"]
+    /// Concrete names plus the prefixes `network`, `network.changed`, `app`, `flow`, `push`,
+    /// `push.received`.
+    public static let allNames: [String] =
+        concreteNames + ["network", "network.changed", "app", "flow", "push", "push.received"]
 }
 
 /// Extra conditions a rule can require of a service (`if:` in a policy file).
@@ -71,7 +74,8 @@ public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
     case stale
     /// The refresh wake-up (`refresh.due`) listed it.
     case due
-    /// The trigger lists it: `refresh.due`, `flow.lost` or `flow.ping-due` names this service.
+    /// The trigger is about it: `refresh.due`, `flow.lost` or `flow.ping-due` names this service,
+    /// or a push (`push.received.*`, `push.window-ended`) names its account.
     case affected
     /// A call an `app.interrupted` put on hold, once that interruption has ended.
     case heldByInterruption = "held-by-interruption"
@@ -81,6 +85,10 @@ public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
     case turnedOn = "turned-on"
     /// Its level in the state before the trigger is above `none`.
     case running
+    /// Its account has a push token (RFC 8599): the registrar can wake it, so it may sleep.
+    case pushAvailable = "push-available"
+    /// Its account has no call (a woken account with a call stays awake for it).
+    case noCall = "no-call"
 }
 
 /// An event-condition-action rule: `on` a trigger, `when` the app is in one of the states (after

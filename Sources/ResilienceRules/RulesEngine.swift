@@ -41,6 +41,8 @@ public struct RulesEngine: Sendable, Hashable {
     /// Plugin actions that need no network (their plugins' `localActions`); with the built-in
     /// `ActionKind.local` ones, the only actions planned while the network is lost.
     public var localActions: Set<ActionKind>
+    /// Accounts with a push token (RFC 8599 `pn-prid` known): the condition `push-available`.
+    public var pushAccounts: Set<String> = []
 
     /// - Parameters:
     ///   - policy: the policy in force.
@@ -122,7 +124,9 @@ public struct RulesEngine: Sendable, Hashable {
         where rule.when.contains(appState) && rule.on.contains(where: { $0.matches(name: name) }) {
             for service in services where rule.selects(service.kind) {
                 guard
-                    rule.conditions.allSatisfy({ holds($0, for: service, trigger: trigger, before: before, now: now) })
+                    rule.conditions.allSatisfy({
+                        holds($0, for: service, among: services, trigger: trigger, before: before, now: now)
+                    })
                 else { continue }
                 for kind in rule.actions where permits(kind, for: service, triggerName: name) {
                     guard !planned.contains(where: { $0.kind == kind && $0.service == service.id }) else { continue }
@@ -161,7 +165,8 @@ public struct RulesEngine: Sendable, Hashable {
             if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
                 callsHeldByInterruption.remove(id)
             }
-        case .refreshDue, .pushTokenChanged, .shutdown, .started, .flowLost, .flowPingDue: break
+        case .refreshDue, .pushTokenChanged, .push, .pushWindowEnded, .shutdown, .started, .flowLost, .flowPingDue:
+            break
         }
         callsHeldByInterruption.formIntersection(Set(services.map(\.id)))
     }
@@ -184,8 +189,8 @@ public struct RulesEngine: Sendable, Hashable {
     }
 
     private func holds(
-        _ condition: RuleCondition, for service: ClientService, trigger: Trigger, before: AppState,
-        now: ContinuousClock.Instant
+        _ condition: RuleCondition, for service: ClientService, among services: [ClientService], trigger: Trigger,
+        before: AppState, now: ContinuousClock.Instant
     ) -> Bool {
         switch condition {
         case .stale:
@@ -197,6 +202,8 @@ public struct RulesEngine: Sendable, Hashable {
         case .affected:
             switch trigger {
             case .refreshDue(let ids), .flowLost(let ids), .flowPingDue(let ids): return ids.contains(service.id)
+            case .push(let push): return service.account == push.account
+            case .pushWindowEnded(let account): return service.account == account
             default: return false
             }
         case .heldByInterruption:
@@ -207,6 +214,13 @@ public struct RulesEngine: Sendable, Hashable {
             return level(of: service, in: before) == .none && level(of: service, in: appState) > .none
         case .running:
             return level(of: service, in: before) > .none
+        case .pushAvailable:
+            return service.account.map(pushAccounts.contains) ?? false
+        case .noCall:
+            return !services.contains { other in
+                guard case .call = other.kind else { return false }
+                return other.account == service.account
+            }
         }
     }
 

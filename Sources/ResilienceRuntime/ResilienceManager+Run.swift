@@ -33,6 +33,7 @@ extension ResilienceManager {
         flowLossTimer.disarm()
         holdDownTimer.disarm()
         dampingTimer.disarm()
+        pushWindowTimer.disarm()
         await pluginGroup?.triggerGracefulShutdown()
         if let pluginTask { await waitForPlugins(pluginTask) }
         broadcast.finish()
@@ -205,7 +206,10 @@ extension ResilienceManager {
         guard admit(item, at: now) else { return }
         if case .network(.lost) = item.trigger { epoch = epoch.next }
         let actions = decide(item.trigger, path: item.transition?.path, at: now)
-        if case .app = item.trigger { await scheduler.setAppState(rules.appState) }
+        if case .app = item.trigger {
+            await scheduler.setAppState(rules.appState)
+            await updateSleep()
+        }
         broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(
             "decided",

@@ -136,6 +136,9 @@ public actor ResilienceManager: Service {
     var dampingTimer = DeadlineTimer()
     /// `netres.damped` per source: triggers damping held.
     let dampedCounters: [DampingEvent.Source: Counter]
+    /// When each woken account's push wake window ends (``push(_:)``).
+    var pushWindows: [String: ContinuousClock.Instant] = [:]
+    var pushWindowTimer = DeadlineTimer()
 
     /// - Parameters:
     ///   - source: the network monitor (or a `ScriptedNetworkSource` in tests).
@@ -243,12 +246,14 @@ public actor ResilienceManager: Service {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
         await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
+        if rules.appState == .suspended { await updateSleep() }
     }
 
     /// Stops tracking a service.
     public func remove(_ id: ServiceID) async {
         services.removeValue(forKey: id)
         await scheduler.remove(id)
+        if rules.appState == .suspended { await updateSleep() }
     }
 
     /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its

@@ -26,6 +26,9 @@ public import ResilienceCore
 /// - A service refreshed in a wake-up is not pinged in it (the refresh is traffic on its flow);
 ///   its next ping is re-armed from the wake-up like a ping's.
 /// - A nil interval or ``remove(_:)`` clears a service's ping.
+/// - A service ``setAsleep(_:)`` lists arms nothing (RFC 8599: the registrar pushes instead): its
+///   refresh instant is parked and its ping dropped until it wakes, when the refresh is armed
+///   again and the ping re-drawn from then. With every service asleep no timer is armed.
 public actor WakeUpScheduler {
     public struct Configuration: Sendable, Hashable {
         /// Refresh this long before expiry.
@@ -71,6 +74,12 @@ public actor WakeUpScheduler {
     private var inForeground: Bool { backgroundSince == nil }
     private var timer = DeadlineTimer()
     private var stopped = false
+    /// Sleeping services, each with its parked refresh instant (see ``setAsleep(_:)``).
+    private var asleep: [ServiceID: Parked] = [:]
+
+    private struct Parked {
+        var refresh: ContinuousClock.Instant?
+    }
 
     /// Timer fires so far (each one a process wake-up).
     public private(set) var wakeUps = 0
@@ -100,9 +109,34 @@ public actor WakeUpScheduler {
     /// Sets (or with nil clears) when a service's registration or subscription expires; the
     /// lifetime counts from now (the grant was just reported).
     public func setExpiry(_ expires: ContinuousClock.Instant?, for service: ServiceID) {
-        dueAt[service] = expires.map { refreshInstant(of: service, expiring: $0, grantedAt: clock.now) }
+        let due = expires.map { refreshInstant(of: service, expiring: $0, grantedAt: clock.now) }
+        if asleep[service] != nil {
+            asleep[service] = Parked(refresh: due)
+            return
+        }
+        dueAt[service] = due
         rearm()
     }
+
+    /// Puts exactly `services` to sleep (their refreshes and pings are not armed) and wakes every
+    /// other sleeping service: its parked refresh is armed again and its next ping drawn from now.
+    public func setAsleep(_ services: Set<ServiceID>) {
+        let now = clock.now
+        for (service, parked) in asleep where !services.contains(service) {
+            asleep[service] = nil
+            dueAt[service] = parked.refresh
+            pingAt[service] = intervals[service].map { now + jittered($0) }
+        }
+        for service in services where asleep[service] == nil {
+            asleep[service] = Parked(refresh: dueAt[service])
+            dueAt[service] = nil
+            pingAt[service] = nil
+        }
+        rearm()
+    }
+
+    /// The services asleep now (see ``setAsleep(_:)``).
+    public var sleepingServices: Set<ServiceID> { Set(asleep.keys) }
 
     /// `expires − refreshMargin`, but never before half the granted lifetime has passed nor
     /// sooner than `minimumRefreshInterval` after the service's previous refresh.
@@ -123,6 +157,7 @@ public actor WakeUpScheduler {
     public func setFlowPingInterval(_ interval: Duration?, for service: ServiceID) {
         let interval = interval.map { $0.clamped(to: configuration.minimumPingInterval...TimeBounds.longest) }
         intervals[service] = interval
+        guard asleep[service] == nil else { return }
         pingAt[service] = interval.map { clock.now + jittered($0) }
         rearm()
     }
@@ -131,7 +166,7 @@ public actor WakeUpScheduler {
     /// its next ping is re-armed a random 80–100 % of its interval from now. Nothing for a service
     /// without a flow-ping interval.
     public func flowActive(_ service: ServiceID) {
-        guard let interval = intervals[service] else { return }
+        guard let interval = intervals[service], asleep[service] == nil else { return }
         pingAt[service] = clock.now + jittered(interval)
         rearm()
     }
@@ -143,6 +178,7 @@ public actor WakeUpScheduler {
     public func remove(_ service: ServiceID) {
         intervals.removeValue(forKey: service)
         lastRefresh.removeValue(forKey: service)
+        asleep.removeValue(forKey: service)
         let had = dueAt[service] != nil || pingAt[service] != nil
         dueAt[service] = nil
         pingAt[service] = nil

@@ -29,24 +29,33 @@ struct CallFaultLab {
 
     /// Builds the lab (Kamailio started with `options`), starts `netres run` (with the default
     /// policy, its `call-survival-budget` replaced when given; alice over `transport`, with
-    /// `incomingCalls` as her `incoming-calls:`) and waits until alice is bound once at the
-    /// phone's address.
+    /// `incomingCalls` as her `incoming-calls:`, `account` more keys of hers, `settings` more
+    /// top-level config lines, `policy` more policy lines) and waits until alice is bound once at
+    /// the phone's address. With `registrarName`, the phone resolves that name to the registrar's
+    /// IPv4 and IPv6 addresses and alice's account names it (a dual-stack registrar); `families`
+    /// are the ones `wifi` has when netres starts.
     init(
         _ lab: NetworkLab, callSurvivalBudget: String? = nil, options: RegistrarOptions = .init(),
-        transport: String = "udp", incomingCalls: String = "ring"
+        transport: String = "udp", incomingCalls: String = "ring", registrarName: String? = nil,
+        families: LinkFamilies = .dualStack, account: String = "", settings: String = "", policy: String = ""
     ) async throws {
         self.lab = lab
         phone = try await lab.addHost("phone")
         server = try await lab.addHost("server")
         wifi = try await lab.connect(phone, to: server, as: "wifi")
         registrar = try await lab.startRegistrar(in: server, options: options)
+        if let registrarName {
+            try await lab.setHostNames(in: phone, [registrarName: [LabAddress.service4, LabAddress.service6]])
+        }
+        if families != .dualStack { try await lab.setFamilies(wifi, families) }
         var config = """
             control-socket: \(lab.directory)/netres.sock
             interfaces: [wifi]
             hold-down: 0
-            accounts: [{name: \(Self.user), registrar: \(registrar.address), domain: \(registrar.address),
+            accounts: [{name: \(Self.user), registrar: \(registrarName ?? registrar.address), domain: \(registrar.address),
                         transport: \(transport), user: \(Self.user), password: secret-\(Self.user),
-                        incoming-calls: \(incomingCalls)}]
+                        incoming-calls: \(incomingCalls)\(account)}]
+            \(settings)
 
             """
         if let callSurvivalBudget {
@@ -55,6 +64,10 @@ struct CallFaultLab {
                 of: "call-survival-budget: 30s", with: "call-survival-budget: \(callSurvivalBudget)")
             try #require(budgeted != policy, "the default policy has no `call-survival-budget: 30s` line")
             try budgeted.write(toFile: lab.directory + "/policy.yaml", atomically: true, encoding: .utf8)
+            config += "policy: \(lab.directory)/policy.yaml\n"
+        } else if !policy.isEmpty {
+            try ("version: 1\n" + policy).write(
+                toFile: lab.directory + "/policy.yaml", atomically: true, encoding: .utf8)
             config += "policy: \(lab.directory)/policy.yaml\n"
         }
         try config.write(toFile: lab.directory + "/netres.yaml", atomically: true, encoding: .utf8)
@@ -74,9 +87,9 @@ struct CallFaultLab {
         return contacts.count == 1 && contacts[0].contains("@\(address):")
     }
 
-    /// The end of netres's log, for a failure message.
-    func log() -> String {
-        String(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(2000))
+    /// The end of netres's log (its last `limit` characters), for a failure message.
+    func log(limit: Int = 2000) -> String {
+        String(((try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "").suffix(limit))
     }
 
     /// sipp answering calls (UAS `scenario`) beside the registrar, on port 5070.

@@ -30,35 +30,25 @@ struct LabFixture {
     }
 
     /// Sends `count` UDP datagrams of `payload` bytes from the phone to the server's end of `link`
-    /// (bash's /dev/udp), then returns how many the server's input hook counted (an nft counter in
-    /// the server host), waiting up to `settle` for late ones (a delay holds them).
+    /// (bash's /dev/udp), then returns how many the server's input hook counted
+    /// (``NetworkLab/countDatagrams(in:toPort:from:)``), waiting up to `settle` for late ones (a
+    /// delay holds them).
     func datagramsArriving(
         over link: LabLink, count: Int, payload: Int = 1, settle: Duration = .zero
     ) async throws -> Int {
         let gateway = await lab.addresses(of: link).gateway4
-        let counter = [
-            "nft add table inet count", "nft add chain inet count in '{ type filter hook input priority 0; }'",
-            "nft flush chain inet count in", "nft add rule inet count in udp dport 9 counter",
-        ]
-        try await lab.run(in: server, ["sh", "-c", counter.joined(separator: " && ")])
+        let counter = try await lab.countDatagrams(in: server, toPort: 9)
         let send =
             "s=$(printf '%0\(max(0, payload - 1))d' 0);"
             + " for i in $(seq \(count)); do echo $s > /dev/udp/\(gateway)/9; done; true"
         try await lab.run(in: phone, ["bash", "-c", send], timeout: .seconds(30))
-        var arrived = try await counted()
+        var arrived = try await counter.packets()
         _ = await eventually(within: settle) {
-            arrived = (try? await counted()) ?? arrived
+            arrived = (try? await counter.packets()) ?? arrived
             return arrived >= count
         }
+        try await counter.remove()
         return arrived
-    }
-
-    /// The packets the server's `count` chain has counted so far.
-    private func counted() async throws -> Int {
-        let listing = try await lab.run(in: server, ["nft", "list", "chain", "inet", "count", "in"])
-        let words = listing.split(whereSeparator: { $0 == " " || $0 == "\n" })
-        guard let packets = words.firstIndex(of: "packets"), packets + 1 < words.count else { return -1 }
-        return Int(words[packets + 1]) ?? -1
     }
 }
 

@@ -3,7 +3,7 @@ import NetworkLab
 import Testing
 
 /// The forced netlink overrun: a reader with a small receive buffer that is busy during the burst
-/// gets ENOBUFS, as a real monitor would (LAB-FACTS: 28 events fit libnl's default buffer).
+/// gets ENOBUFS, as a real monitor would (measured here: 28 events fit libnl's default buffer).
 @Suite(.needsLab, .timeLimit(.minutes(1)))
 struct NetlinkOverrunFaultTests {
     /// A route netlink socket in the phone host that listens to IPv4 and IPv6 address changes,

@@ -34,6 +34,13 @@ import Testing
         #expect(try parse("registrar: 198.18.0.1\ntransport: tls\nport: 5071").registrarPort == 5071)
     }
 
+    /// RFC 3263 §4.2: a port given means A/AAAA only; without one, NAPTR and SRV decide.
+    @Test func aRegistrarWithoutAPortLeavesThePortToItsSRVRecords() throws {
+        #expect(try parse("registrar: lab.test").registrarPortIsExplicit == false)
+        #expect(try parse("registrar: lab.test\nport: 5060").registrarPortIsExplicit)
+        #expect(try parse("registrar: sips:lab.test").registrarPortIsExplicit == false)
+    }
+
     @Test func aSIPSRegistrarMeansTLS() throws {
         let account = try parse("registrar: sips:sip.example.test")
         #expect(account.registrarHost == "sip.example.test")

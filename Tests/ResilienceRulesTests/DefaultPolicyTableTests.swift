@@ -58,6 +58,14 @@ struct DefaultPolicyTableTests {
         "self:unsubscribe regev:unsubscribe dialog:unsubscribe mwi:unsubscribe "
         + "ccs:unsubscribe feat:unsubscribe reg:unregister<ccs,dialog,feat,mwi,regev,self"
 
+    // A push registers the pushed account at once in every state; awake, its subscriptions follow.
+    static let pushForeground =
+        "reg:register self:subscribe<reg others:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
+        + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg"
+    static let pushBackground =
+        "reg:register self:subscribe<reg regev:subscribe<reg dialog:subscribe<reg "
+        + "mwi:subscribe<reg ccs:subscribe<reg feat:subscribe<reg"
+
     static let table: [(String, foreground: String, background: String, suspended: String)] = [
         ("network.lost", "", "", ""),
         ("network.restored", restoredForeground, restoredBackground, ""),
@@ -73,6 +81,11 @@ struct DefaultPolicyTableTests {
         ("call.state-changed", "pub:publish-presence", "pub:publish-presence", ""),
         ("refresh.due", refreshAllForeground, refreshAllBackground, ""),
         ("push.token-changed", "reg:register", "reg:register", ""),
+        ("push.received.call", pushForeground, pushBackground, "reg:register"),
+        ("push.received.message", pushForeground, pushBackground, "reg:register"),
+        ("push.received.refresh", pushForeground, pushBackground, "reg:register"),
+        // Without a push token (the fixture's account has none) nothing sleeps: see PushRulesTests.
+        ("push.window-ended", "", "", ""),
         ("started", startedForeground, startedBackground, ""),
         // The fixture's flow.lost lists reg and mwi; flow.ping-due lists reg.
         ("flow.lost", "reg:register mwi:subscribe<reg", "reg:register mwi:subscribe<reg", ""),

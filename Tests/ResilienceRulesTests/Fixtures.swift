@@ -40,6 +40,10 @@ enum Fixtures {
         "refresh.due": .refreshDue(
             services.filter { $0.kind.family != "call" && $0.kind != .http && $0.kind != .presencePublish }.map(\.id)),
         "push.token-changed": .pushTokenChanged,
+        "push.received.call": .push(try! Push(account: "a", kind: .call)),
+        "push.received.message": .push(try! Push(account: "a", kind: .message, payload: "m-1")),
+        "push.received.refresh": .push(try! Push(account: "a", kind: .refresh)),
+        "push.window-ended": .pushWindowEnded(account: "a"),
         "started": .started,
         "flow.lost": .flowLost(["reg", "mwi"]),
         "flow.ping-due": .flowPingDue(["reg"]),

@@ -33,6 +33,7 @@ struct RulesEnginePropertyTests {
         }
         var engine = RulesEngine(
             policy: policy, appState: rng.pick(AppState.allCases), networkAvailable: rng.chance(0.8))
+        engine.pushAccounts = rng.chance(0.5) ? ["a", "b"] : []
         var steps: [Step] = []
         for step in 0..<30 {
             var trigger = rng.trigger(for: services)
@@ -74,11 +75,19 @@ struct RulesEnginePropertyTests {
     }
 
     @Test(arguments: seeds)
-    func networkActionsOnlyWithANetworkAndNothingWhileSuspended(seed: UInt64) {
+    func networkActionsOnlyWithANetworkAndOnlyPushAndSleepWhileSuspended(seed: UInt64) {
         for step in scenario(seed: seed) {
             let (after, batch) = (step.after, step.batch)
             if !after.networkAvailable { #expect(batch.allSatisfy { !$0.kind.needsNetwork }) }
-            if after.appState == .suspended { #expect(batch.isEmpty) }
+            // Suspended, only RFC 8599 acts: a push registers, sleep releases the flow.
+            guard after.appState == .suspended else { continue }
+            for action in batch {
+                if case .push = step.trigger {
+                    #expect(action.kind == .register, "\(action)")
+                } else {
+                    #expect(action.kind == .releaseFlow, "\(action)")
+                }
+            }
         }
     }
 

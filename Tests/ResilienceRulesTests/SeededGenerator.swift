@@ -28,10 +28,11 @@ struct SeededGenerator: RandomNumberGenerator {
         }
     }
 
-    /// Any trigger; call, refresh and flow triggers name services of the set (or a missing one).
+    /// Any trigger; call, refresh and flow triggers name services of the set (or a missing one), pushes
+    /// one of its accounts.
     mutating func trigger(for services: [ClientService]) -> Trigger {
         let ids = services.map(\.id) + ["missing"]
-        switch Int.random(in: 0..<9, using: &self) {
+        switch Int.random(in: 0..<10, using: &self) {
         case 0: return .network(.lost(pick(LossReason.allCases)))
         case 1: return .network(.restored)
         case 2: return .network(.changed(pick(PathChange.allCases)))
@@ -42,6 +43,10 @@ struct SeededGenerator: RandomNumberGenerator {
             return chance(0.5)
                 ? .flowLost(ids.filter { _ in chance(0.5) }) : .flowPingDue(ids.filter { _ in chance(0.5) })
         case 7: return .started
+        case 8:
+            let account = pick(["a", "b"])
+            return chance(0.5)
+                ? .push(try! Push(account: account, kind: pick(PushKind.allCases))) : .pushWindowEnded(account: account)
         default: return .app(pick(AppEvent.allCases))
         }
     }

@@ -294,6 +294,6 @@ struct LocalActionTests {
     }
 
     @Test func theVocabularySaysWhichBuiltInActionsAreLocal() {
-        #expect(ActionKind.builtIn.filter(\.isLocal) == [.drainHTTP, .closeStaleTransports])
+        #expect(ActionKind.builtIn.filter(\.isLocal) == [.drainHTTP, .closeStaleTransports, .releaseFlow])
     }
 }

@@ -17,7 +17,7 @@ struct SIPUnsolicitedRequestTests {
         #expect(answer.cseq?.method == method)
         // 200 to OPTIONS and 405 say what this agent does accept.
         if status == 200 || status == 405 {
-            #expect(answer.headers["Allow"] == "INVITE, ACK, CANCEL, BYE, UPDATE, NOTIFY, OPTIONS")
+            #expect(answer.headers["Allow"] == "INVITE, ACK, CANCEL, BYE, UPDATE, NOTIFY, OPTIONS, MESSAGE")
         }
     }
 

@@ -18,6 +18,8 @@ extension SIPUserAgent {
     /// while the registrar may hold a binding, this registers through it instead, so a lost flow
     /// always ends with the account bound on the new one.
     public func sendFlowPing(path: NetworkPath) async throws {
+        // On a backup registrar, the preferred one is asked beside this ping when its probe is due.
+        probePreferredIfDue(path: path)
         let flow = try await flow(for: path)
         let mayBeBound = registration.granted != nil || registration.outcomeUnknown
         if mayBeBound, registration.registeredFlow !== flow {
@@ -76,8 +78,9 @@ extension SIPUserAgent {
         return answered
     }
 
-    /// OPTIONS ping; true when any final response came back in time.
-    private func pingDatagram(_ flow: SIPTransport) async throws -> Bool {
+    /// OPTIONS ping; true when any final response came back in time (also the failover's probe
+    /// of a preferred registrar, over a flow of its own).
+    func pingDatagram(_ flow: SIPTransport) async throws -> Bool {
         let uri = "sip:\(formatHost(account.registrarHost)):\(account.registrarPort)"
         var request = SIPMessage.request("OPTIONS", uri: uri)
         request.headers.add("Via", flow.newVia())

@@ -71,11 +71,12 @@ extension SIPUserAgent {
         push = parameters
     }
 
-    /// Registers (or refreshes) the Contact for the current path. When the address changed, the
-    /// same REGISTER removes the old binding (`expires=0`).
+    /// Registers (or refreshes) the Contact for the current path on the current registrar target
+    /// (`register(path:)` moves between targets). When the address changed, the same REGISTER
+    /// removes the old binding (`expires=0`).
     /// - Throws: `PluginError`: `retryAfter` for 503 with Retry-After, permanent for 4xx other
     ///   than 408/423/480, permanent for rejected credentials.
-    public func register(path: NetworkPath) async throws {
+    func registerOnCurrentTarget(path: NetworkPath) async throws {
         let flow = try await flow(for: path)
         // Superseded while the flow opened: the newer action binds, this one must not touch the state.
         try Task.checkCancellation()

@@ -1,0 +1,112 @@
+internal import Logging
+internal import ResilienceCore
+internal import Synchronization
+
+/// The plugin's RFC 3263 answers, shared by its accounts: one resolution per registrar name,
+/// cached for its TTL, forgotten when the network changes.
+///
+/// Invariants: concurrent resolutions of one key share one lookup (100 accounts of one
+/// registrar ask DNS once); an answer is kept for its TTL clamped to ``ttlRange``; when a
+/// lookup fails after the TTL (DNS server down) the last answer is served again, for at most
+/// ``staleLimit`` (RFC 8767's serve-stale), and the failure is logged; ``networkChanged()``
+/// drops every answer, so the next action resolves on the new network.
+final class RegistrarDirectory: Sendable {
+    static let ttlRange: ClosedRange<UInt32> = 5...3600
+    static let staleLimit: Duration = .seconds(86400)
+
+    struct Key: Hashable, Sendable {
+        var host: String
+        var port: Int?
+        var secure: Bool
+        var transport: SIPTransportKind
+    }
+    private struct Entry {
+        var targets: [SIPTarget]
+        var freshUntil: ContinuousClock.Instant
+        var resolvedAt: ContinuousClock.Instant
+        /// Set by a network change: kept only as the stale fallback.
+        var forgotten = false
+    }
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        var pending: [Key: Task<[SIPTarget], any Error>] = [:]
+        var generation: UInt64 = 0
+    }
+    private let state = Mutex(State())
+    private let lookup: SIPServerLocator.Lookup
+    private let logger: Logger
+
+    /// - Parameter lookup: the DNS lookup (``DNSClient`` over the system's resolv.conf by default).
+    init(logger: Logger, lookup: SIPServerLocator.Lookup? = nil) {
+        self.logger = logger
+        self.lookup = lookup ?? Self.systemLookup
+    }
+
+    /// Reads /etc/resolv.conf at each lookup: a network change may bring another server.
+    static let systemLookup: SIPServerLocator.Lookup = { name, type in
+        try await DNSClient(configuration: .system()).lookup(name, type, clock: ContinuousClock())
+    }
+
+    /// The targets of `account`'s registrar in failover order.
+    func targets(of account: SIPAccount, clock: any RuntimeClock) async throws -> [SIPTarget] {
+        let key = Key(
+            host: account.registrarHost.lowercased(),
+            port: account.registrarPortIsExplicit ? account.registrarPort : nil,
+            secure: account.transport == .tls, transport: account.transport)
+        if SIPServerLocator.isIPLiteral(key.host) || key.host == "localhost" {
+            let address = key.host == "localhost" ? "127.0.0.1" : key.host
+            return [SIPTarget(name: key.host, address: address, port: account.registrarPort, transport: key.transport)]
+        }
+        let now = clock.now
+        let (cached, task) = state.withLock { state -> (Entry?, Task<[SIPTarget], any Error>?) in
+            if let entry = state.entries[key], !entry.forgotten, entry.freshUntil > now { return (entry, nil) }
+            if let pending = state.pending[key] { return (state.entries[key], pending) }
+            let task = resolution(of: key, generation: state.generation, clock: clock)
+            state.pending[key] = task
+            return (state.entries[key], task)
+        }
+        guard let task else { return cached?.targets ?? [] }
+        do {
+            let targets = try await task.value
+            if !targets.isEmpty { return targets }
+            throw PluginError(
+                "\(LogText.escaped(key.host, limit: 64)) has no SIP server (RFC 3263: no NAPTR, SRV, A or AAAA)")
+        } catch {
+            state.withLock { $0.pending[key] = nil }
+            if let cached, now - cached.resolvedAt < Self.staleLimit {
+                logger.warning(
+                    "sip.dns-stale", metadata: ["host": "\(LogText.escaped(key.host, limit: 64))", "error": "\(error)"])
+                return cached.targets
+            }
+            throw error as? PluginError
+                ?? PluginError("cannot resolve registrar \(LogText.escaped(key.host, limit: 64)): \(error)")
+        }
+    }
+
+    /// One lookup of `key`, whose answer is kept unless the network changed meanwhile.
+    private func resolution(of key: Key, generation: UInt64, clock: any RuntimeClock) -> Task<[SIPTarget], any Error> {
+        Task { [lookup] in
+            let locator = SIPServerLocator(
+                host: key.host, port: key.port, secure: key.secure, supported: [key.transport])
+            let (targets, ttl) = try await locator.resolve(lookup: lookup)
+            let seconds = min(max(ttl, Self.ttlRange.lowerBound), Self.ttlRange.upperBound)
+            state.withLock { state in
+                state.pending[key] = nil
+                guard state.generation == generation, !targets.isEmpty else { return }
+                state.entries[key] = Entry(
+                    targets: targets, freshUntil: clock.now + .seconds(Int(seconds)), resolvedAt: clock.now)
+            }
+            return targets
+        }
+    }
+
+    /// The network changed: every answer is resolved again when next needed (kept only as a
+    /// stale fallback).
+    func networkChanged() {
+        state.withLock { state in
+            state.generation += 1
+            state.pending.removeAll()
+            for key in state.entries.keys { state.entries[key]?.forgotten = true }
+        }
+    }
+}
