@@ -8,14 +8,16 @@
 #                                  baresip (the real phone of PhoneCallTests, the peer client of
 #                                  `netres-bench sip-recovery` and `calls`), rtpengine's daemon and
 #                                  its rtpengine-ctl (the media relay of RelayCallFaultTests; user
-#                                  space only, no kernel module)
+#                                  space only, no kernel module), linphone-cli (linphonec, the
+#                                  second real phone of LinphoneCallTests)
 #   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
 test_packages=(iproute2 kmod nftables kamailio kamailio-presence-modules kamailio-utils-modules kamailio-tls-modules
-    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base conntrack)
+    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base
+    conntrack linphone-cli)
 
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;
