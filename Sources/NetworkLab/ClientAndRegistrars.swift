@@ -140,10 +140,11 @@ extension ClientAndRegistrars {
     /// path: JSON log, control socket `NAME.sock` beside it, interface `nrc0`, hold-down 0, and
     /// one account per `(user, transport)` registering at ``domain`` with no port (its NAPTR and
     /// SRV records decide), password `secret-USER`, `flow-ping` when given, plus the inline YAML
-    /// keys `extra[user]` (e.g. `subscriptions: [{ package: reg }]`).
+    /// keys `extra[user]` (e.g. `subscriptions: [{ package: reg }]`); `flow-ping-timeout` when
+    /// `flowPingTimeout` is given.
     public func writeDaemonConfig(
         name: String, accounts: [(user: String, transport: String)], flowPing: Int? = nil,
-        extra: [String: String] = [:]
+        flowPingTimeout: Int? = nil, extra: [String: String] = [:]
     ) throws -> String {
         let path = lab.directory + "/\(name).yaml"
         var text = """
@@ -151,9 +152,10 @@ extension ClientAndRegistrars {
             control-socket: \(lab.directory)/\(name).sock
             interfaces: [nrc0]
             hold-down: 0
-            accounts:
 
             """
+        if let flowPingTimeout { text += "flow-ping-timeout: \(flowPingTimeout)s\n" }
+        text += "accounts:\n"
         for (user, transport) in accounts {
             let keys =
                 [

@@ -117,7 +117,8 @@ public final class Daemon: Sendable {
         self.logger = logger
         let metrics = config.metrics.map { _ in DaemonMetrics() }
         self.plugin = SIPPlugin(
-            accounts: accounts, pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
+            accounts: accounts, timers: SIPTimers(pongTimeout: config.flowPingTimeout),
+            pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
             metricsFactory: metrics?.factory, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }

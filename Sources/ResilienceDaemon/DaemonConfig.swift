@@ -26,6 +26,9 @@ public struct DaemonConfig: Hashable, Sendable {
     public var appState: AppState
     /// Most REGISTER transactions per second to one registrar (the pacing window's ceiling).
     public var registerRateCeiling: Int
+    /// How long a flow ping may wait for its answer before the flow counts as dead (and the
+    /// account fails over): 1 s to 10 s, RFC 5626 §4.4.1's 10 s by default.
+    public var flowPingTimeout: Duration = .seconds(10)
     /// Policy file; nil means the built-in default policy.
     public var policyPath: String?
     public var accounts: [DaemonAccount]

@@ -68,6 +68,14 @@ public enum DaemonConfigFile {
                         expected: "an integer from 1 to 100000")
                 }
                 config.registerRateCeiling = Int(ceiling)
+            case "flow-ping-timeout":
+                let timeout = try reader.duration(value, what: "flow-ping-timeout")
+                guard timeout >= .seconds(1), timeout <= .seconds(10) else {
+                    throw reader.fail(
+                        .invalidValue, at: value, "flow-ping-timeout must be between 1s and 10s, found \(timeout)",
+                        expected: "a duration from 1s to 10s like 3s (RFC 5626 §4.4.1 waits at most 10s)")
+                }
+                config.flowPingTimeout = timeout
             case "app-state":
                 config.appState = try reader.name(
                     value, kind: "app state", among: AppState.allCases.map(\.rawValue)
@@ -108,7 +116,7 @@ public enum DaemonConfigFile {
 
     static let topKeys = [
         "log-format", "control-socket", "control-group", "interfaces", "hold-down", "app-state",
-        "register-rate-ceiling", "policy", "hooks", "metrics", "state-directory", "accounts",
+        "register-rate-ceiling", "flow-ping-timeout", "policy", "hooks", "metrics", "state-directory", "accounts",
     ]
 
     /// Reads `metrics: { address, port }`; both optional (loopback, 9464).

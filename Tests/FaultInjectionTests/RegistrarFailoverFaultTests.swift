@@ -12,6 +12,9 @@ import Testing
     .timeLimit(.minutes(2)))
 struct RegistrarFailoverFaultTests {
     static let flowPing = 2.0
+    /// A flow ping unanswered this long counts as a dead flow (RFC 5626's 10 s scaled down: the
+    /// silent primary is noticed in 2 + 3 s, not 2 + 10 s; the bounds below are unchanged).
+    static let flowPingTimeout = 3
     /// RFC 3261 timer F with T1 = 500 ms: one REGISTER timeout.
     static let registerTimeout = 32.0
     static let udpUsers = (1...50).map { "fu\($0)" }
@@ -24,7 +27,7 @@ struct RegistrarFailoverFaultTests {
     static func writeConfig(_ lab: ClientAndRegistrars) throws -> String {
         try lab.writeDaemonConfig(
             name: "netres-failover", accounts: users.map { ($0, $0.hasPrefix("fu") ? "udp" : "tcp") },
-            flowPing: Int(flowPing),
+            flowPing: Int(flowPing), flowPingTimeout: flowPingTimeout,
             extra: Dictionary(
                 uniqueKeysWithValues: subscribed.map { ($0, "subscriptions: [{ package: message-summary }]") }))
     }

@@ -13,6 +13,7 @@ struct DaemonConfigFileTests {
         hold-down: 1500ms
         app-state: background
         register-rate-ceiling: 400
+        flow-ping-timeout: 3s
         accounts:
           - name: alice
             registrar: 198.18.0.1
@@ -39,6 +40,8 @@ struct DaemonConfigFileTests {
         #expect(config.holdDown == .milliseconds(1500))
         #expect(config.appState == .background)
         #expect(config.registerRateCeiling == 400)
+        #expect(config.flowPingTimeout == .seconds(3))
+        #expect(DaemonConfig().flowPingTimeout == .seconds(10), "RFC 5626 §4.4.1's 10 s by default")
         #expect(config.policyPath == nil)
         let entry = try #require(config.accounts.first)
         let account = entry.account
@@ -97,6 +100,10 @@ struct DaemonConfigFileTests {
         (
             "ceiling zero", "register-rate-ceiling: 0\naccounts: []\n", .invalidValue, 1, 24,
             "register-rate-ceiling"
+        ),
+        (
+            "flow-ping timeout beyond RFC 5626's 10 s", "flow-ping-timeout: 11s\naccounts: []\n", .invalidValue, 1, 20,
+            "between 1s and 10s"
         ),
         (
             "ceiling fraction", "register-rate-ceiling: 2.5\naccounts: []\n", .wrongType, 1, 24,

@@ -77,9 +77,25 @@ final class RegistrarDirectory: Sendable {
             host: account.registrarHost.lowercased(),
             port: account.registrarPortIsExplicit ? account.registrarPort : nil,
             secure: account.transport == .tls, transport: account.transport)
+        return try await targets(of: key, port: account.registrarPort, clock: clock)
+    }
+
+    /// The targets of a dialog's record-routing proxy (its first Route) named `hop.host`, with
+    /// `explicitPort` when the Route names one (RFC 3263 §4.2: then A/AAAA only), through the
+    /// same cache as a registrar's.
+    func targets(
+        ofProxy hop: RemoteTarget, explicitPort: Bool, transport: SIPTransportKind, clock: any RuntimeClock
+    ) async throws -> [SIPTarget] {
+        let key = Key(
+            host: hop.host.lowercased(), port: explicitPort ? hop.port : nil, secure: hop.isSecure,
+            transport: hop.transport(from: transport))
+        return try await targets(of: key, port: hop.port, clock: clock)
+    }
+
+    private func targets(of key: Key, port: Int, clock: any RuntimeClock) async throws -> [SIPTarget] {
         if SIPServerLocator.isIPLiteral(key.host) || key.host == "localhost" {
             let address = key.host == "localhost" ? "127.0.0.1" : key.host
-            return [SIPTarget(name: key.host, address: address, port: account.registrarPort, transport: key.transport)]
+            return [SIPTarget(name: key.host, address: address, port: port, transport: key.transport)]
         }
         if hosts().lists(key.host) {
             // A name the hosts file lists is the system resolver's to answer, as before RFC 3263

@@ -36,7 +36,9 @@ public struct CallEvent: Hashable, Sendable {
     public var phase: CallPhase
     /// What caused it: `"api"`, `"remote"` (a request or response from the far end), `"timeout"`,
     /// `"network"` (a re-INVITE after the path was restored or changed: a recovery), `"outage"`
-    /// (ended on return because the path was lost longer than the call survival budget).
+    /// (ended on return because the path was lost longer than the call survival budget),
+    /// `"server"` (ended because the server its dialog is record-routed through died, and its
+    /// route leads to no living one).
     public var trigger: String
     /// The far end's URI (From of an incoming call, Request-URI of an outgoing one).
     public var peer: String

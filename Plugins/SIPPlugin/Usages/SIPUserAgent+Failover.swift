@@ -31,7 +31,12 @@ extension SIPUserAgent {
                 failover.bound(at: clock.now)
                 let previous = boundTarget
                 boundTarget = target
-                if let previous, previous != target { followAccount(from: previous, to: target) }
+                if let previous, previous != target {
+                    followAccount(from: previous, to: target)
+                    // Moved on because `previous` failed (not back to the preferred one, nor by a
+                    // record change): calls record-routed through it are looked at, beside us.
+                    if failover.isOnBackup { Task { await self.followCalls(awayFrom: previous, path: path) } }
+                }
                 return
             } catch let error as PluginError where error.isRetryable && error.retryAfter == nil && !Task.isCancelled {
                 tries += 1
