@@ -30,7 +30,7 @@ extension RegistrarConfig {
         let values = [
             "@PUSH_MODULES@": pushModules(address4: address4, port: port, directory: directory),
             "@PUSH_INVITE@": "if (uri == myself) { route(PUSH_INVITE); }",
-            "@PUSH_REGISTERED@": "ts_append(\"location\", \"$tu\");\n    m_dump();\n    route(PUSH_BINDING);",
+            "@PUSH_REGISTERED@": "route(PUSH_BINDING);\n    ts_append(\"location\", \"$tu\");\n    m_dump();",
             "@PUSH_MESSAGE@": "if (is_method(\"MESSAGE\")) { route(PUSH_MESSAGE); exit; }",
         ]
         let filled = values.reduce(text) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
@@ -88,6 +88,7 @@ extension RegistrarConfig {
             if ($var(prid) == $null) {
                 $var(prid) = "";
             }
+            xlog("L_NOTICE", "binding report user=$tU left=$var(left) prid=$var(prid)\n");
             http_client_query("http://@SERVICE@/binding?account=$tU&expires=$var(left)&prid=$var(prid)", "$var(answer)");
         }
 

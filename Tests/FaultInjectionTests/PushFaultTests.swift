@@ -46,6 +46,13 @@ struct PushFaultTests {
         return value
     }
 
+    /// The registrar log's last binding reports and errors (a diagnostic).
+    static func registrarErrors(_ f: CallFaultLab) -> String {
+        let log = (try? String(contentsOfFile: f.registrar.logPath, encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").filter { $0.contains("binding") || $0.contains("ERROR") }.suffix(8)
+            .joined(separator: "\n")
+    }
+
     /// netres's log lines for a succeeded `release-flow` of alice's registration.
     static func flowsReleased(_ f: CallFaultLab) -> Int {
         f.log(limit: 200_000).split(separator: "\n").filter {
@@ -146,8 +153,14 @@ struct PushFaultTests {
     /// again after the 3 s window, and the binding outlives the original expiry.
     @Test func aSleepingClientWithAShortBindingIsRefreshedByAPushAndSleepsAgain() async throws {
         try await withNetworkLab { lab in
-            let (f, service) = try await Self.lab(lab, token: "feedf00d", expires: 60, refreshLead: .seconds(50))
-            let saved = try #require(f.registrar.requests().last { $0.kind == "REGISTERED" }, "not bound")
+            // The token comes once the push service runs (the registrar reports bindings to it).
+            let (f, service) = try await Self.lab(lab, token: nil, expires: 60, refreshLead: .seconds(50))
+            try await f.ctl("push-token", CallFaultLab.user, "feedf00d")
+            let bound = await eventually(within: .seconds(10)) {
+                f.registrar.requests().contains { $0.kind == "REGISTERED" && $0.contact.contains("pn-prid=feedf00d") }
+            }
+            try #require(bound, "no binding with the token: \(f.log())")
+            let saved = try #require(f.registrar.requests().last { $0.kind == "REGISTERED" })
             let originalExpiry = saved.at + 60
             try await Self.sleep(f, watching: 1)
             #expect(service.bindings.last?.token == "feedf00d", "bindings told: \(service.bindings)")
@@ -155,7 +168,8 @@ struct PushFaultTests {
             let pushed = await eventually(within: .seconds(20)) { service.requests.contains { $0.kind == "refresh" } }
             let push = try #require(
                 service.requests.first { $0.kind == "refresh" },
-                "no refresh push: \(service.bindings); registrar: \(f.registrar.requests().suffix(5))")
+                "no refresh push: \(service.bindings), \(service.refused) refused; registrar: \(Self.registrarErrors(f))"
+            )
             #expect(pushed && push.token == "feedf00d" && push.at < originalExpiry)
             let registered = await eventually(within: .seconds(10)) {
                 f.registrar.requests().contains { $0.kind == "REGISTERED" && $0.at > push.at }
