@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the fault matrix (FaultMatrixTests: every link fault x app state against the built
+# Runs the fault matrix (FaultMatrixTests and its NAT rows, FaultMatrixNATTests: every link fault x app state against the built
 # `netres run` with a UDP and a TCP account and Kamailio) and writes FAULT-MATRIX.md.
 # Needs root, the test packages (scripts/install-deps.sh test) and `swift build --build-tests`.
 set -euo pipefail
@@ -8,7 +8,7 @@ out=$(mktemp)
 log=${FAULT_MATRIX_LOG:-$(mktemp)}
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)
-FAULT_MATRIX_OUT="$out" swift test --skip-build --filter FaultMatrixTests >"$log" 2>&1 || true
+FAULT_MATRIX_OUT="$out" swift test --skip-build --filter 'FaultMatrix(NAT)?Tests' >"$log" 2>&1 || true
 wall=$(( $(date +%s) - start ))
 {
     echo "# Fault matrix"
@@ -21,7 +21,10 @@ wall=$(( $(date +%s) - start ))
     echo "rate limit and delay hold while the address changes. Suspended cells resume the app (\`state"
     echo "background\`) one second after the fault: by policy nothing runs until then. **call** is the"
     echo "foreground with a call the UDP account placed (\`netres ctl call\`) through the registrar's proxy to"
-    echo "sipp before the fault."
+    echo "sipp before the fault. The \`nat-…\` rows (FaultMatrixNATTests) share one lab: the client behind a"
+    echo "NAT gateway (nftables masquerade, 3 s UDP timeout) and Kamailio with nathelper, STUN and"
+    echo "\`Flow-Timer: 1\`, its faults played state after state; in the foreground a rebinding or reboot must"
+    echo "end with every account registered again from its new public port (background wake-ups are 600 s apart)."
     echo
     echo "**pass**: after the fault (and the resume) both accounts are bound exactly once, at the link's"
     echo "current address, with their subscriptions as the policy allows in that state (presence of others"

@@ -2,7 +2,7 @@
 # Installs the Debian packages NetResilience needs, refreshing the package lists first.
 #   scripts/install-deps.sh run    what `netres watch` needs (libnl-3, pkg-config)
 #   scripts/install-deps.sh test   plus what the test suites drive for real: iproute2 (namespaces,
-#                                  veth, ifb, tbf), nftables (NetworkLab loss and partitions),
+#                                  veth, ifb, tbf), nftables (NetworkLab loss, partitions, NAT), conntrack (NAT faults),
 #                                  Kamailio with presence and TLS modules, sipp, tcpdump,
 #                                  openssl (test certificates), util-linux (setpriv: a second user),
 #                                  baresip (the real phone of PhoneCallTests, the peer client of
@@ -15,7 +15,7 @@ set -euo pipefail
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
 test_packages=(iproute2 kmod nftables kamailio kamailio-presence-modules kamailio-utils-modules kamailio-tls-modules
-    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base)
+    sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base conntrack)
 
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;

@@ -10,6 +10,7 @@
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 //   netres-bench failover [rounds] [accounts]       primary registrar killed → all bound at the backup (root)
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
+//   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding recovery (root)
 import Foundation
 import ResilienceDaemon
 
@@ -46,6 +47,10 @@ do {
         let calls = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
         let idle = arguments.count > 2 ? Int(arguments[2]) ?? 600 : 600
         try await PushBenchmark(calls: max(1, min(calls, 100)), idleSeconds: max(10, min(idle, 3600))).run()
+    case "nat":
+        let minutes = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
+        let rebindings = arguments.count > 2 ? Int(arguments[2]) ?? 10 : 10
+        try await NATBenchmark(minutes: min(max(minutes, 1), 120), rebindings: min(max(rebindings, 1), 100)).run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -63,6 +68,7 @@ do {
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none] [relay]"
                 + " | failover [rounds] [accounts]"
                 + " | push [calls] [idle-seconds]"
+                + " | nat [minutes] [rebindings]"
         )
         exit(64)
     }

@@ -20,6 +20,9 @@ public struct ClientAndRegistrar: Sendable {
     public let initial: LinkAddresses
     /// Whether the client has an IPv6 default route besides the IPv4 one.
     public let routesIPv6: Bool
+    /// The NAT between the client and the registrar's host, when the lab has one
+    /// (``NetworkLab/addClientBehindNAT(link:options:nat:)``).
+    public internal(set) var nat: LabNAT? = nil
 
     /// Takes the client's link admin-down for `downtime`, then brings it up with its default
     /// route(s) back in one `ip -batch` (``bringClientUp()``); CLOCK_REALTIME (``realtime()``) just

@@ -33,6 +33,15 @@ public enum Fault: Sendable, CustomStringConvertible {
     /// A burst of `changes` address additions and removals in one `ip -batch`, more than a
     /// netlink reader's buffer holds while it is busy.
     case netlinkOverrun(LabLink, changes: Int)
+    /// Every mapping of the NAT is forgotten at once, as if each had timed out (`conntrack -F`);
+    /// the next packet makes a new one (same public port where the mapping keeps ports).
+    case natMappingExpiry(LabNAT)
+    /// The NAT forgets its mappings and gives the next one a new public port: the client's
+    /// registered public address points nowhere until it registers again.
+    case natRebinding(LabNAT)
+    /// The gateway forwards nothing for the duration, then comes back with no mappings and new
+    /// public ports; neither end of any link goes down (a carrier-grade NAT's reboot).
+    case natGatewayReboot(LabNAT, for: Duration)
 
     /// The link the fault acts on.
     public var link: LabLink {
@@ -43,6 +52,7 @@ public enum Fault: Sendable, CustomStringConvertible {
             .partition(let link, _, _), .rateLimit(let link, _, _), .delay(let link, _, _, _),
             .netlinkOverrun(let link, _):
             link
+        case .natMappingExpiry(let nat), .natRebinding(let nat), .natGatewayReboot(let nat, _): nat.inside
         }
     }
 
@@ -64,6 +74,9 @@ public enum Fault: Sendable, CustomStringConvertible {
         case .delay(let link, let delay, let jitter, let duration):
             "delay \(link) \(delay)±\(jitter) for \(duration)"
         case .netlinkOverrun(let link, let changes): "netlink-overrun \(link) \(changes) changes"
+        case .natMappingExpiry(let nat): "nat-mapping-expiry \(nat.gateway)"
+        case .natRebinding(let nat): "nat-rebinding \(nat.gateway)"
+        case .natGatewayReboot(let nat, let duration): "nat-gateway-reboot \(nat.gateway) for \(duration)"
         }
     }
 }

@@ -11,6 +11,7 @@ enum LabCommand {
     static let ip = executable("ip")
     static let nft = executable("nft")
     static let tc = executable("tc")
+    static let conntrack = executable("conntrack")
 
     /// The first of the usual system folders holding `name`, or nil.
     static func executable(_ name: String) -> String? {

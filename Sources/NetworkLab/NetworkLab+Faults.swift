@@ -78,6 +78,7 @@ extension NetworkLab {
                 plan(link).hostNamespace,
                 addresses.map { "address add \($0) dev \(interface)" }
                     + addresses.map { "address del \($0) dev \(interface)" })
+        case .natMappingExpiry, .natRebinding, .natGatewayReboot: try await playNAT(fault)
         }
         record("\(fault): end", backend: backend)
         return backend
@@ -92,7 +93,8 @@ extension NetworkLab {
         }
         switch fault {
         case .adminDown(_, let d), .carrierLoss(_, let d), .defaultRouteLoss(_, let d), .linkRecreate(_, let d),
-            .moveToHost(_, _, let d), .partition(_, _, let d), .interfaceSwitch(_, _, let d):
+            .moveToHost(_, _, let d), .partition(_, _, let d), .interfaceSwitch(_, _, let d),
+            .natGatewayReboot(_, let d):
             try check(d)
         case .rename(_, let name, let d):
             try check(d)
@@ -121,7 +123,7 @@ extension NetworkLab {
             }
         case .netlinkOverrun(_, let changes):
             guard (1...20_000).contains(changes) else { throw error(.invalidRequest, "\(fault): 1-20000 changes") }
-        case .addressChange, .renumber: break
+        case .addressChange, .renumber, .natMappingExpiry, .natRebinding: break
         }
     }
 
@@ -140,6 +142,11 @@ extension NetworkLab {
             guard LabCommand.tc != nil else { throw error(.unsupported, "\(fault) needs `tc` (iproute2)") }
             return .userSpaceRelay
         case .netlinkOverrun: return .iproute2Batch
+        case .natMappingExpiry, .natRebinding, .natGatewayReboot:
+            guard LabCommand.nft != nil, LabCommand.conntrack != nil else {
+                throw error(.unsupported, "\(fault) needs `nft` and `conntrack` (Debian nftables, conntrack)")
+            }
+            return .conntrack
         default: return .iproute2
         }
     }

@@ -26,6 +26,8 @@ public actor NetworkLab {
     var children: [pid_t] = []
     var timeline: [LabEvent] = []
     var nftSerial = 0
+    /// Each NAT gateway's rebinding count (``Fault/natRebinding(_:)``), keyed by its host's name.
+    var natGenerations: [String: Int] = [:]
     var isShutDown = false
     /// Run first at shutdown: stops the lab's in-process services (``LabPushService``).
     var onShutdown: [@Sendable () -> Void] = []

@@ -20,7 +20,7 @@ import Foundation
 /// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
 /// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
 /// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
-/// service).
+/// service). `# @NAT_…@` comment lines are filled by ``RegistrarConfig/withNAT(_:_:)``.
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -67,6 +67,7 @@ enum RegistrarConfig {
         loadmodule "pua.so"
         loadmodule "pua_reginfo.so"
         loadmodule "rr.so"
+        # @NAT_MODULES@
         # @RELAY_MODULES@
         @PUSH_MODULES@
         #!ifdef WITH_TLS
@@ -103,6 +104,7 @@ enum RegistrarConfig {
                 sl_send_reply("483", "Too Many Hops");
                 exit;
             }
+            # @NAT_REQUEST@
             if (has_totag() && $sht(faults=>reject481) > 0) {
                 $sht(faults=>reject481) = 0;
                 xlog("L_NOTICE", "NRTEST FAULT481 user=$fU method=$rm at=$TV(Sn)\n");
@@ -221,6 +223,7 @@ enum RegistrarConfig {
                 exit;
             }
             consume_credentials();
+            # @NAT_REGISTER@
             if ($sht(faults=>drop200) > 0) {
                 $sht(faults=>drop200) = 0;
                 # 0x02: update the binding but send no reply, as if the 200 OK were lost.
@@ -262,6 +265,7 @@ enum RegistrarConfig {
             }
             t_release();
         }
+        # @NAT_ROUTES@
         """#
 }
 

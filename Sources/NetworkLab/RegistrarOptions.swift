@@ -35,6 +35,9 @@ public struct RegistrarOptions: Hashable, Sendable {
     /// Whether calls' media goes through rtpengine (Debian `rtpengine`, user-space forwarding) beside
     /// Kamailio, which rewrites every SDP of a call with its `rtpengine` module (``LabMediaRelay``).
     public var mediaRelay = false
+    /// NAT handling (nathelper, STUN on the SIP port, a `Flow-Timer`: ``RegistrarNAT``); nil: none,
+    /// the registrar takes every Contact as it is.
+    public var nat: RegistrarNAT? = nil
 
     public init(
         digestAlgorithm: String = "", tlsConfiguration: String? = nil, sharedMemoryMegabytes: Int = 32,

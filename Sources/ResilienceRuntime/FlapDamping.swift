@@ -12,7 +12,15 @@ public import ResilienceRules
 ///   below `reuseThreshold`; so it never lasts longer than `maximumSuppression` after the last flap.
 /// - Below the threshold nothing is suppressed: with the default policy one flap or two act at once.
 /// - `FlapDampingPolicy.off` (penalty 0) never suppresses.
+/// - A network return held while suppressed waits at most ``longestStableHold`` once the link
+///   stays up (``releaseInstant(ofReturnAt:)``): the penalty keeps a storm of flaps from costing
+///   a decision each (every return is gone again before it is released), but a link that has
+///   settled is acted on within seconds, not when the penalty has decayed (issue 22); that
+///   release settles the damping (``settle(at:)``): the penalty drops to the reuse threshold.
 public struct FlapDamping: Sendable, Hashable {
+    /// How long a held network return waits at most while no loss follows it.
+    public static let longestStableHold = Duration.seconds(5)
+
     public let policy: FlapDampingPolicy
     /// The penalty as of ``lastFlap``.
     private var penaltyAtLastFlap: Double = 0
@@ -59,6 +67,23 @@ public struct FlapDamping: Sendable, Hashable {
         let halvings = max(0, log2(penaltyAtLastFlap / reuse))
         let wait = Duration.seconds(policy.halfLife.secondsValue * halvings) + .milliseconds(1)
         return lastFlap.adding(clamped: min(wait, policy.maximumSuppression + .milliseconds(1)))
+    }
+
+    /// When a network return that came at `returnedAt` and is held is released if no loss comes
+    /// first: at ``reuseInstant``, or once the link has stayed up ``longestStableHold``, whichever
+    /// is earlier; nil when nothing is suppressed.
+    public func releaseInstant(ofReturnAt returnedAt: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        reuseInstant.map { min($0, returnedAt.adding(clamped: Self.longestStableHold)) }
+    }
+
+    /// The link has stayed up ``longestStableHold`` with a return held: it has settled, so the
+    /// suppression ends and the penalty drops to the reuse threshold, as if it had decayed there.
+    /// The next quick flap then acts at once again, and only a new run of flaps suppresses.
+    public mutating func settle(at now: ContinuousClock.Instant) {
+        guard suppressing else { return }
+        suppressing = false
+        penaltyAtLastFlap = min(penalty(at: now), policy.reuseThreshold)
+        lastFlap = now
     }
 
     /// The highest penalty: the one that takes `maximumSuppression` to decay to the reuse threshold.

@@ -14,6 +14,7 @@ extension ResilienceManager {
         switch item.trigger {
         case .network(.lost):
             _ = networkDamping.recordFlap(at: now)
+            heldNetworkSince = nil
             guard let held = heldNetwork else { return true }
             // The return damping held is gone again; rules and executor still see the loss.
             heldNetwork = nil
@@ -23,6 +24,7 @@ extension ResilienceManager {
             guard heldNetwork != nil || !rules.networkAvailable, networkDamping.isSuppressed(at: now) else {
                 return true
             }
+            if heldNetwork == nil { heldNetworkSince = now }
             heldNetwork = item
             dampedCounters[.network]?.increment()
             report(.network, item.trigger, released: false, at: now)
@@ -50,14 +52,20 @@ extension ResilienceManager {
         let now = clock.now
         return DampingStatus(
             networkPenalty: networkDamping.penalty(at: now), appPenalty: appDamping.penalty(at: now),
-            networkHeldUntil: heldNetwork == nil ? nil : networkDamping.reuseInstant,
+            networkHeldUntil: networkRelease,
             appHeldUntil: heldAppEvents.isEmpty ? nil : appDamping.reuseInstant, networkFlaps: networkDamping.flaps,
             appChanges: appDamping.flaps)
     }
 
+    /// When the held network return is released (nil: none is held).
+    private var networkRelease: ContinuousClock.Instant? {
+        guard heldNetwork != nil, let since = heldNetworkSince else { return nil }
+        return networkDamping.releaseInstant(ofReturnAt: since)
+    }
+
     private func rearmDampingTimer() {
         let instants = [
-            heldNetwork == nil ? nil : networkDamping.reuseInstant,
+            networkRelease,
             heldAppEvents.isEmpty ? nil : appDamping.reuseInstant,
         ]
         let next = isShuttingDown ? nil : instants.compactMap { $0 }.min()
@@ -67,8 +75,11 @@ extension ResilienceManager {
     private func dampingDue(scheduledAt instant: ContinuousClock.Instant) {
         guard dampingTimer.claim(instant), !isShuttingDown else { return }
         let now = clock.now
-        if var held = heldNetwork, !networkDamping.isSuppressed(at: now) {
+        let settled = networkRelease.map { now >= $0 } ?? false
+        if var held = heldNetwork, settled || !networkDamping.isSuppressed(at: now) {
+            if settled { networkDamping.settle(at: now) }
             heldNetwork = nil
+            heldNetworkSince = nil
             held.isRelease = true
             report(.network, held.trigger, released: true, at: now)
             if held.transition?.path.isSatisfied ?? true { requeueFirst([held]) }
@@ -119,7 +130,7 @@ extension ResilienceManager {
         let damping = source == .network ? networkDamping : appDamping
         let event = DampingEvent(
             source: source, trigger: trigger, released: released, penalty: damping.penalty(at: now),
-            until: released ? nil : damping.reuseInstant, at: now)
+            until: released ? nil : (source == .network ? networkRelease : damping.reuseInstant), at: now)
         logger.info(
             released ? "damping released" : "damping held",
             metadata: [

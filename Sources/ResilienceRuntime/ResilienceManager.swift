@@ -131,6 +131,8 @@ public actor ResilienceManager: Service {
     var appDamping: FlapDamping
     /// The latest return of the path that damping holds; nil when none is held.
     var heldNetwork: QueuedTrigger?
+    /// When the held network return came (the link has been up since): see ``FlapDamping/releaseInstant(ofReturnAt:)``.
+    var heldNetworkSince: ContinuousClock.Instant?
     /// App events damping holds, in order (the rules engine's app state lags them).
     var heldAppEvents: [AppEvent] = []
     var dampingTimer = DeadlineTimer()

@@ -10,6 +10,9 @@ struct FaultMatrixProbe {
     let wifi: LabLink
     let registrar: LabRegistrar
     let users: [String]
+    /// Where the registrar sees the phone's requests come from: a NAT's public address (the
+    /// Contact keeps wifi's own); nil: wifi's own address.
+    var publicAddress: String? = nil
 
     /// Installs the counter: every packet the phone sends towards the registrar's addresses.
     func installCounter() async throws {
@@ -146,7 +149,7 @@ struct FaultMatrixProbe {
                 let ended = last.fields["expires"] == "0"
                 if package == "presence" && state != "foreground" {
                     if !ended { return "\(user): presence still subscribed in \(state)" }
-                } else if ended || !(last.fields["src"] ?? "").hasPrefix("\(address):") {
+                } else if ended || !(last.fields["src"] ?? "").hasPrefix("\(publicAddress ?? address):") {
                     return "\(user): \(package) last SUBSCRIBE \(last.fields)"
                 }
             }

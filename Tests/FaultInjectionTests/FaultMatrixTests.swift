@@ -170,7 +170,9 @@ struct FaultMatrixTests {
         if cell.takesPathDown { #expect(down.downSamples > 0, "\(cell): the path was never seen down") }
         let callHeld = try await call?.verdict(after: cell, since: began) ?? true
         let clean = pass && bounded && callHeld && registers.allSatisfy { $0 <= Self.registerBound }
-        record(cell, state, pass: clean && down.sent == 0 && sentWhileSuspended == 0, seconds, registers.max() ?? 0)
+        record(
+            cell.rawValue, state, pass: clean && down.sent == 0 && sentWhileSuspended == 0, seconds,
+            registers.max() ?? 0)
     }
 
     /// With `FAULT_MATRIX_KEEP=DIR` the client logs at debug level and each cell leaves its log
@@ -188,12 +190,12 @@ struct FaultMatrixTests {
     }
 
     /// Appends the cell's line to `FAULT_MATRIX_OUT` when set (one `O_APPEND` write: cells run side by side).
-    func record(_ cell: FaultMatrixCell, _ state: String, pass: Bool, _ seconds: Double, _ registers: Int) {
+    func record(_ cell: String, _ state: String, pass: Bool, _ seconds: Double, _ registers: Int) {
         guard let out = ProcessInfo.processInfo.environment["FAULT_MATRIX_OUT"] else { return }
         let fd = open(out, O_WRONLY | O_APPEND | O_CLOEXEC)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        let line = "\(cell.rawValue)|\(state)|\(pass)|\(String(format: "%.1f", seconds))|\(registers)\n"
+        let line = "\(cell)|\(state)|\(pass)|\(String(format: "%.1f", seconds))|\(registers)\n"
         _ = line.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
     }
 }

@@ -280,12 +280,16 @@ final class DatagramInbound: ChannelInboundHandler {
     let gate: ContactGate?
     /// The attached flow a message belongs to; nil drops it (the socket counts it).
     let destination: @Sendable (SIPMessage) -> SIPTransport?
+    /// Where a STUN datagram goes (RFC 5626 §4.4.1 keep-alive answers); nil drops it as malformed SIP.
+    let stun: (@Sendable ([UInt8]) -> Void)?
 
     init(
-        log: ThrottledLog, gate: ContactGate? = nil, destination: @escaping @Sendable (SIPMessage) -> SIPTransport?
+        log: ThrottledLog, gate: ContactGate? = nil, stun: (@Sendable ([UInt8]) -> Void)? = nil,
+        destination: @escaping @Sendable (SIPMessage) -> SIPTransport?
     ) {
         self.log = log
         self.gate = gate
+        self.stun = stun
         self.destination = destination
     }
 
@@ -293,6 +297,7 @@ final class DatagramInbound: ChannelInboundHandler {
         let envelope = unwrapInboundIn(data)
         let bytes = Array(envelope.data.readableBytesView)
         if bytes.allSatisfy({ $0 == 13 || $0 == 10 }) { return }  // a flow ping or pong
+        if let stun, STUNMessage.looksLikeSTUN(bytes) { return stun(bytes) }
         var message: SIPMessage
         do {
             message = try SIPParser.parse(datagram: bytes)

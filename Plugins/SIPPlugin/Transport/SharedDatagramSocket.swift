@@ -39,6 +39,8 @@ final class SharedDatagramSocket: Sendable {
     }
     private let state = Mutex(State())
     private let droppedCount = Atomic<Int>(0)
+    /// The NAT mapping seen and the STUN transactions under way (``stunBinding(timeout:clock:)``).
+    let nat = Mutex(NATObservation())
 
     /// Datagrams read per readable event: the pacing window's largest (`PacingWindow.Settings`).
     static let messagesPerRead: UInt = 64
@@ -79,7 +81,9 @@ final class SharedDatagramSocket: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(
                         ReadCoalescing(delay: Self.patientReadDelay) { box.socket?.mayHoldReads ?? false },
-                        DatagramInbound(log: log) { box.socket?.destination(of: $0) })
+                        DatagramInbound(log: log, stun: { box.socket?.stunReceived($0) }) {
+                            box.socket?.destination(of: $0)
+                        })
                 }
             }
             .bind(to: local)

@@ -4,8 +4,11 @@ public import ResilienceCore
 extension SIPUserAgent {
     /// Proves the flow to the registrar alive, within `timers.pongTimeout`:
     /// - TCP: an RFC 5626 §4.4.1 CRLF ping, answered by a CRLF pong;
-    /// - UDP: an out-of-dialog OPTIONS to the registrar without credentials; any response (401,
+    /// - UDP: a STUN Binding on the SIP port when the registrar keeps flows (RFC 5626 §4.4.1),
+    ///   else an out-of-dialog OPTIONS to the registrar without credentials; any response (401,
     ///   404 and 405 included) proves the flow, which also refreshes NAT bindings on the way.
+    ///   The answer names the flow's public address: when it differs from the one registered
+    ///   (a NAT rebinding), the account registers again at once (SIPUserAgent+NAT).
     ///
     /// A dead flow is closed and reported through `onFlowLost`, so the runtime re-registers
     /// through a new one.
@@ -33,8 +36,8 @@ extension SIPUserAgent {
         case .udp:
             if let socket = flow.sharedSocket {
                 // One OPTIONS proves the socket for every account on it.
-                answered = await socket.proveAlive(fresh: timers.pongTimeout) { [self] in
-                    (try? await pingDatagram(flow)) ?? false
+                answered = await socket.proveAlive(fresh: sharedPingFreshness) { [self] in
+                    await keepAliveDatagram(flow, on: socket)
                 }
                 if !answered, !flow.isActive { throw Self.flowGone(during: "OPTIONS flow ping") }
             } else {
@@ -48,6 +51,7 @@ extension SIPUserAgent {
             await flow.abandon()
             throw PluginError.permanent("flow ping: no answer within \(timeout); flow closed and reported lost")
         }
+        _ = try await registerAgainIfMappingChanged(flow: flow, path: path)
     }
 
     /// CRLF ping; true when the CRLF pong came back in time.
@@ -106,6 +110,7 @@ extension SIPUserAgent {
                 attempt.cancel()
             }
             logger.debug("sip.flow-ping-answered", metadata: ["status": "\(response.status ?? 0)"])
+            flow.sharedSocket?.observeMapping(response.viaPublicAddress)
             return true
         } catch  where Task.isCancelled {
             throw CancellationError()

@@ -22,6 +22,10 @@ struct RegistrationState {
     /// The flow the last 2xx to a REGISTER came through. A keep-alive proves only this flow:
     /// on any other (opened since, after a loss) the registration is re-established instead.
     var registeredFlow: SIPTransport?
+    /// The flow's public `host:port` per the last 2xx's top Via (RFC 3581); see SIPUserAgent+NAT.
+    var publicAddress: String?
+    /// The registrar keeps flows (RFC 5626): the UDP keep-alive is STUN.
+    var keepsFlows = false
 
     init(expires: Int) { self.expires = expires }
 }
@@ -53,7 +57,7 @@ extension SIPUserAgent {
     public var registrationStatus: RegistrationStatus {
         let registered = registration.granted != nil
         let flowPing = account.flowPingInterval.map { setting in
-            registration.flowTimer.map { Duration.seconds($0) } ?? setting
+            registration.flowTimer.map { Duration.seconds(min($0, 3600)) } ?? setting
         }
         return RegistrationStatus(
             contact: registered ? registration.contact : nil, expires: registration.granted,
@@ -101,6 +105,7 @@ extension SIPUserAgent {
                 registration.registeredFlow = flow
                 registration.granted = grantedExpiry(in: response, for: contact) ?? registration.expires
                 registration.flowTimer = response.flowTimer
+                noteNAT(from: response, on: flow)
                 registration.staleContacts.removeAll()
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])

@@ -1,0 +1,171 @@
+import Foundation
+import NetworkLab
+
+/// `netres-bench nat [minutes] [rebindings]`: staying reachable behind a NAT, and recovering from
+/// its rebinding (issue 22).
+///
+/// One ``NetworkLab`` with the client behind a NAT gateway (endpoint-independent, 30 s UDP
+/// timeout, as a home router) and Kamailio with nathelper, STUN on its SIP port and
+/// `Flow-Timer: 25`. `netres run` (one UDP account, foreground, incoming calls answered) idles
+/// `minutes`; the window counts its wake-ups (``IdleMeter``) and its STUN keep-alives (debug
+/// log), then sipp calls it through the registrar: reachable or not. Then `rebindings` times the
+/// NAT rebinds (new public port) at a random point of the keep-alive cycle: each sample is the
+/// time from the rebinding to the registrar's `REGISTERED` from the new port, beside the
+/// registrar's round trip as the client sees it (its challenged REGISTER to the answered one).
+///
+/// Invariants: every wait is bounded (30 s per step); the lab removes every namespace and process.
+struct NATBenchmark {
+    var minutes = 10
+    var rebindings = 10
+
+    func run() async throws {
+        let bin = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let netres = bin.appendingPathComponent("netres").path
+        try await withNetworkLab { lab in
+            var options = RegistrarOptions()
+            options.nat = RegistrarNAT(flowTimer: 25)
+            let network = try await lab.addClientBehindNAT(options: options, nat: NATOptions(udpTimeout: .seconds(30)))
+            guard let nat = network.nat else { throw BenchError("nat: no NAT in the lab") }
+            let registrar = network.registrar
+            let config = lab.directory + "/nat.yaml"
+            try """
+            interfaces: [\(network.initial.interface)]
+            hold-down: 0
+            accounts: [{name: nat, registrar: \(registrar.address), domain: \(registrar.address), transport: udp,
+                        user: nat, password: secret-nat, incoming-calls: answer}]
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+            let log = lab.directory + "/nat-daemon.log"
+            let daemon = try await lab.spawn(
+                in: network.client, [netres, "run", "--config", config, "--log-level", "debug"], output: log)
+            guard try await eventually(within: .seconds(30), { try await !registrar.contacts().isEmpty }) else {
+                throw BenchError("nat: not registered within 30 s; see \(lab.directory)")
+            }
+            func keepAlives() -> Int {
+                ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").components(
+                    separatedBy: "stun-keep-alive-answered"
+                )
+                .count - 1
+            }
+            let before = keepAlives()
+            let idleFrom = realtime()
+            let cost = IdleMeter.measure([daemon], seconds: minutes * 60)[0]
+            let pings = keepAlives() - before
+            let registers = registrar.requests().filter { $0.kind == "REGISTER" && $0.at >= idleFrom }.count
+            let reached = try await callReaches(lab: lab, network: network)
+            var recoveries: [Duration] = []
+            var roundTrips: [Duration] = []
+            for _ in 0..<rebindings {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1000...20_000)))
+                let at = realtime()
+                try await lab.inject(.natRebinding(nat))
+                let bound = await eventually(within: .seconds(30)) {
+                    registrar.requests().contains { $0.kind == "REGISTERED" && $0.at >= at }
+                }
+                guard bound else { throw BenchError("nat: no REGISTER within 30 s of a rebinding") }
+                let since = registrar.requests().filter { $0.at >= at }
+                if let done = since.first(where: { $0.kind == "REGISTERED" }) {
+                    recoveries.append(.seconds(done.at - at))
+                }
+                let tries = since.filter { $0.kind == "REGISTER" }.prefix(2)
+                if tries.count == 2 {
+                    roundTrips.append(.seconds(tries[tries.startIndex + 1].at - tries[tries.startIndex].at))
+                }
+            }
+            print(
+                Self.report(
+                    minutes: minutes, cost: cost, pings: pings, registers: registers, reached: reached,
+                    recoveries: LatencyStats(recoveries), roundTrips: LatencyStats(roundTrips)))
+        }
+    }
+
+    /// sipp (built into the bench: INVITE, 200, ACK, BYE) calls the client through the registrar.
+    func callReaches(lab: NetworkLab, network: ClientAndRegistrar) async throws -> Bool {
+        let scenario = lab.directory + "/nat-call.xml"
+        try Self.callScenario.write(toFile: scenario, atomically: true, encoding: .utf8)
+        let sipp = try await lab.startSIPp(
+            in: network.server, scenario: scenario, address: network.registrar.address, port: 5080, mediaPort: 16_100,
+            remote: "\(network.registrar.address):\(network.registrar.port)", arguments: ["-s", "nat"],
+            timeout: .seconds(30))
+        return await sipp.exitCode(within: .seconds(40)) == 0
+    }
+
+    static let callScenario = """
+        <?xml version="1.0" encoding="ISO-8859-1" ?>
+        <scenario name="nat-call">
+          <send><![CDATA[
+
+            INVITE sip:[service]@[remote_ip] SIP/2.0
+            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
+            To: <sip:[service]@[remote_ip]>
+            Call-ID: [call_id]
+            CSeq: 1 INVITE
+            Max-Forwards: 70
+            Contact: <sip:caller@[local_ip]:[local_port]>
+            Content-Type: application/sdp
+            Content-Length: [len]
+
+            v=0
+            o=caller 2000 1 IN IP[local_ip_type] [local_ip]
+            s=-
+            c=IN IP[media_ip_type] [media_ip]
+            t=0 0
+            m=audio [media_port] RTP/AVP 0
+            a=rtpmap:0 PCMU/8000
+
+          ]]></send>
+          <recv response="100" optional="true"/>
+          <recv response="180" optional="true"/>
+          <recv response="200" timeout="10000" rrs="true"/>
+          <send><![CDATA[
+
+            ACK [next_url] SIP/2.0
+            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
+            To: <sip:[service]@[remote_ip]>[peer_tag_param]
+            Call-ID: [call_id]
+            CSeq: 1 ACK
+            [routes]
+            Max-Forwards: 70
+            Content-Length: 0
+
+          ]]></send>
+          <pause milliseconds="500"/>
+          <send><![CDATA[
+
+            BYE [next_url] SIP/2.0
+            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
+            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
+            To: <sip:[service]@[remote_ip]>[peer_tag_param]
+            Call-ID: [call_id]
+            CSeq: 2 BYE
+            [routes]
+            Max-Forwards: 70
+            Content-Length: 0
+
+          ]]></send>
+          <recv response="200" timeout="10000"/>
+        </scenario>
+        """
+
+    static func report(
+        minutes: Int, cost: IdleCost, pings: Int, registers: Int, reached: Bool, recoveries: LatencyStats,
+        roundTrips: LatencyStats
+    ) -> String {
+        let hours = Double(minutes) / 60
+        return """
+            | behind a NAT with a 30 s UDP timeout, `Flow-Timer: 25` | value |
+            |---|---|
+            | idle | \(minutes) min |
+            | STUN keep-alives | \(pings) (\(format1(Double(pings) / hours)) per hour) |
+            | REGISTERs while idle | \(registers) |
+            | process wake-ups | \(cost.wakeups) (\(format1(Double(cost.wakeups) / hours)) per hour), CPU \(cost.cpu) |
+            | incoming call after the idle window | \(reached ? "reached" : "LOST") |
+
+            | after a NAT rebinding (ms) | n | p50 | p99 | max |
+            |---|---|---|---|---|
+            | rebinding → new binding at the registrar | \(recoveries.count) | \(format1(recoveries.p50 / 1000)) | \(format1(recoveries.p99 / 1000)) | \(format1(recoveries.max / 1000)) |
+            | registrar round trip (challenged → answered REGISTER) | \(roundTrips.count) | \(format1(roundTrips.p50 / 1000)) | \(format1(roundTrips.p99 / 1000)) | \(format1(roundTrips.max / 1000)) |
+            """
+    }
+}

@@ -1,0 +1,82 @@
+internal import Logging
+internal import ResilienceCore
+
+/// Behind a NAT (RFC 3581, RFC 5626 §4.4): the client learns its public address and port from
+/// the registrar's answers and registers again at once when the NAT's mapping changed.
+///
+/// Decision: the Contact keeps the flow's own (private) address. The registrar is expected to
+/// fix NAT (RFC 5626 outbound, or Kamailio's `fix_nated_register`, Asterisk's
+/// `force_rport,comedia`, FreeSWITCH's NDLB): it reaches the client through the address the
+/// REGISTER came from, which the client keeps current by registering again whenever that
+/// address changes. A registrar that does no NAT fixing cannot reach a client behind NAT with
+/// either Contact for long: a public Contact goes stale at the first rebinding just the same.
+///
+/// Invariants: a mapping is compared only on the flow the registration was bound through, only
+/// over UDP (a stream's rebinding kills the connection, which the CRLF ping sees), and only
+/// against what the last 2xx to a REGISTER reported; a mismatch costs one REGISTER.
+extension SIPUserAgent {
+    /// Notes what a 2xx to a REGISTER says about the NAT: the public address of the flow (its top
+    /// Via's `received`/`rport`) and whether the registrar keeps flows (RFC 5626: a `Flow-Timer`,
+    /// or `outbound` in `Require`), which makes STUN the UDP keep-alive.
+    func noteNAT(from response: SIPMessage, on flow: SIPTransport) {
+        let mapped = response.viaPublicAddress
+        registration.publicAddress = mapped
+        registration.keepsFlows =
+            response.flowTimer != nil
+            || response.headers.listValues("Require").contains { $0.trimmingSIPWhitespace().lowercased() == "outbound" }
+        flow.sharedSocket?.observeMapping(mapped)
+    }
+
+    /// The UDP keep-alive of a shared socket: a STUN Binding (RFC 5626 §4.4.1: "the UA sends a
+    /// STUN Binding Request … on the flow") when the registrar keeps flows, else (or when STUN
+    /// got no answer) an OPTIONS. True when either was answered within the pong timeout.
+    func keepAliveDatagram(_ flow: SIPTransport, on socket: SharedDatagramSocket) async -> Bool {
+        if registration.keepsFlows,
+            let mapped = await socket.stunBinding(timeout: timers.pongTimeout, clock: clock)
+        {
+            logger.debug("sip.stun-keep-alive-answered", metadata: ["mapped": "\(mapped)"])
+            return true
+        }
+        return (try? await pingDatagram(flow)) ?? false
+    }
+
+    /// How recent another account's answered ping on the same socket must be to stand for this
+    /// one: the pong timeout, but at most a quarter of the registrar's `Flow-Timer`, so a
+    /// keep-alive meant to outrun a NAT's timeout is never skipped for one a whole interval old.
+    var sharedPingFreshness: Duration {
+        registration.flowTimer.map { min(timers.pongTimeout, .seconds($0) / 4) } ?? timers.pongTimeout
+    }
+
+    /// After an answered keep-alive: when the registrar now sees the flow from another address
+    /// or port than it did at the last REGISTER (a NAT rebinding), registers again at once
+    /// through it, so calls reach the new mapping. True when it did.
+    func registerAgainIfMappingChanged(flow: SIPTransport, path: NetworkPath) async throws -> Bool {
+        guard flow.kind == .udp, registration.registeredFlow === flow, let registered = registration.publicAddress,
+            let seen = flow.sharedSocket?.observedMapping, seen != registered
+        else { return false }
+        logger.notice(
+            "sip.nat-mapping-changed",
+            metadata: [
+                "registered": "\(LogText.escaped(registered, limit: 64))",
+                "seen": "\(LogText.escaped(seen, limit: 64))",
+            ])
+        try await register(path: path)
+        return true
+    }
+}
+
+extension SIPMessage {
+    /// The sender's address as the answering hop saw it (RFC 3581 §4): the top Via's `received`
+    /// (else its sent-by host) and `rport` (else its sent-by port, else 5060), as `host:port`
+    /// (IPv6 in brackets); nil without a usable top Via.
+    var viaPublicAddress: String? {
+        guard let top = headers.listValues("Via").first, let sentBy = ReceivedVia.sentBy(of: top) else { return nil }
+        let parameters = SIPParameters.parse(afterFirstSemicolon: top)
+        var host =
+            parameters["received"].map { $0.hasPrefix("[") ? String($0.dropFirst().dropLast()) : $0 } ?? sentBy.host
+        guard !host.isEmpty, host.count <= 64 else { return nil }
+        let port = parameters["rport"].flatMap { Int($0) }.flatMap { (1...65_535).contains($0) ? $0 : nil }
+        if host.contains(":") { host = "[\(host)]" }
+        return "\(host.lowercased()):\(port ?? sentBy.port ?? 5060)"
+    }
+}
