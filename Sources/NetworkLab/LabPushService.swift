@@ -7,7 +7,9 @@ import Synchronization
 /// as a push proxy (``RegistrarOptions/pushService``), calls with
 /// `GET /push?account=USER&kind=call|message|refresh&prid=TOKEN`; it answers 200 at once and
 /// delivers the push to the client host later, by running the test's command there
-/// (`netres ctl push @ACCOUNT@ --kind @KIND@`, say), after a seeded delay, or loses it.
+/// (`netres ctl push @ACCOUNT@ --kind @KIND@`, say), after a seeded delay, or loses it. Told each
+/// saved binding (`GET /binding?…`, ``Binding``), it also makes the `refresh` push RFC 8599 §4.1
+/// asks for before the binding expires (see ``NetworkLab/startPushService(in:address:port:deliverIn:command:delay:loss:refreshLead:)``).
 ///
 /// Invariants:
 /// - the listening socket is made inside the host (a namespace thread of its own); its own thread accepts
@@ -33,6 +35,9 @@ public final class LabPushService: Sendable {
     public let address: String
     public let port: Int
     private let running = Mutex(true)
+    /// Each account's pending refresh push (at most one: a new binding replaces it).
+    let refreshes = Mutex<[String: Task<Void, Never>]>([:])
+    let bindingLog = Mutex<[Binding]>([])
     private let log = Mutex<(accepted: [Request], refused: Int, delivered: [Request])>(([], 0, []))
 
     init(address: String, port: Int) {
@@ -47,8 +52,16 @@ public final class LabPushService: Sendable {
     /// The pushes whose command ran (exit status 0), in order.
     public var delivered: [Request] { log.withLock { $0.delivered } }
 
-    /// Stops accepting; the socket closes within ~20 ms. Safe to call twice.
-    public func stop() { running.withLock { $0 = false } }
+    /// Stops accepting and cancels every pending refresh push; the socket closes within ~20 ms.
+    /// Safe to call twice.
+    public func stop() {
+        running.withLock { $0 = false }
+        let pending = refreshes.withLock { refreshes in
+            defer { refreshes = [:] }
+            return Array(refreshes.values)
+        }
+        for task in pending { task.cancel() }
+    }
 
     var isRunning: Bool { running.withLock { $0 } }
 
@@ -62,22 +75,12 @@ public final class LabPushService: Sendable {
 
     /// The request's push, when its line is `GET /push?…` with well-formed words.
     static func parse(_ head: String, at: Double) -> Request? {
-        guard let line = head.split(separator: "\r\n", maxSplits: 1).first,
-            line.hasPrefix("GET /push?"), let target = line.split(separator: " ").dropFirst().first,
-            let query = target.split(separator: "?", maxSplits: 1).last
-        else { return nil }
-        var words: [String: String] = [:]
-        for pair in query.split(separator: "&").prefix(8) {
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2 else { return nil }
-            words[String(parts[0])] = String(parts[1])
-        }
-        let name = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-        guard let account = words["account"], (1...64).contains(account.count), account.allSatisfy(name.contains),
+        guard let words = queryWords(head, path: "/push") else { return nil }
+        guard let account = words["account"], isAccount(account),
             let kind = words["kind"], ["call", "message", "refresh"].contains(kind)
         else { return nil }
         let token = words["prid"] ?? ""
-        guard token.count <= 4096, token.allSatisfy(name.union(":~").contains) else { return nil }
+        guard isToken(token) else { return nil }
         return Request(account: account, kind: kind, token: token, at: at, lost: false)
     }
 }
@@ -92,9 +95,11 @@ extension NetworkLab {
     ///   - command: run in `target` for each push, `@ACCOUNT@` and `@KIND@` replaced by the request's.
     ///   - delay: the delivery delay, drawn uniformly from it.
     ///   - loss: the share of pushes lost (0…1).
+    ///   - refreshLead: how long before a binding expires its `refresh` push is made (nil: a third
+    ///     of its lifetime, at most 60 s; see ``LabPushService/refreshDelay(expires:lead:)``).
     public func startPushService(
         in host: LabHost, address: String, port: Int = 8088, deliverIn target: LabHost, command: [String],
-        delay: ClosedRange<Duration> = .zero ... .zero, loss: Double = 0
+        delay: ClosedRange<Duration> = .zero ... .zero, loss: Double = 0, refreshLead: Duration? = nil
     ) async throws -> LabPushService {
         let fd = try await socket(in: host, domain: AF_INET, type: Int32(SOCK_STREAM.rawValue))
         var one: Int32 = 1
@@ -140,8 +145,13 @@ extension NetworkLab {
                 service.recordDelivery(request)
             }
         }
+        let binding: @Sendable (LabPushService.Binding) -> Void = { binding in
+            service.schedule(binding, after: LabPushService.refreshDelay(expires: binding.expires, lead: refreshLead)) {
+                deliver($0)
+            }
+        }
         let thread = Thread {
-            LabPushService.serve(fd, service: service, deliver: deliver)
+            LabPushService.serve(fd, service: service, deliver: deliver, binding: binding)
             close(fd)
         }
         thread.name = "netlab-push"
@@ -154,7 +164,9 @@ extension NetworkLab {
 extension LabPushService {
     /// Accepts and answers until ``stop()``: each connection is read (≤ 8 KiB, ≤ 1 s), answered
     /// 200 (a well-formed push, then handed to `deliver`) or 400, and closed.
-    static func serve(_ listener: Int32, service: LabPushService, deliver: (Request) -> Void) {
+    static func serve(
+        _ listener: Int32, service: LabPushService, deliver: (Request) -> Void, binding: (Binding) -> Void
+    ) {
         while service.isRunning {
             var watched = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
             guard poll(&watched, 1, 20) > 0 else { continue }
@@ -172,13 +184,21 @@ extension LabPushService {
             }
             var now = timespec()
             clock_gettime(CLOCK_REALTIME, &now)
-            let request = parse(
-                String(decoding: head, as: UTF8.self), at: Double(now.tv_sec) + Double(now.tv_nsec) / 1e9)
-            let reply = request == nil ? "HTTP/1.1 400 Bad Request" : "HTTP/1.1 200 OK"
+            let text = String(decoding: head, as: UTF8.self)
+            let at = Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+            let saved = parseBinding(text, at: at)
+            let request = saved == nil ? parse(text, at: at) : nil
+            let reply = request == nil && saved == nil ? "HTTP/1.1 400 Bad Request" : "HTTP/1.1 200 OK"
             let bytes = Array((reply + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").utf8)
             _ = bytes.withUnsafeBytes { write(connection, $0.baseAddress, $0.count) }
             close(connection)
-            if let request { deliver(request) } else { service.record(nil) }
+            if let saved {
+                binding(saved)
+            } else if let request {
+                deliver(request)
+            } else {
+                service.record(nil)
+            }
         }
     }
 }

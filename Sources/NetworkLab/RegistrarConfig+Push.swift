@@ -8,6 +8,9 @@ import Foundation
 ///   INVITE forwarded to the new Contact (`ts_append` after `save`);
 /// - a MESSAGE for such a user is stored (`m_store`, 202) and pushed for (`kind=message`); the
 ///   next REGISTER delivers it (`m_dump`, sent through the proxy itself: `outbound_proxy`);
+/// - after each REGISTER it saves, the push service is told the binding's token and lifetime
+///   (`GET /binding?account=USER&expires=SECONDS&prid=TOKEN`): it sends the `refresh` push before
+///   the binding expires (RFC 8599 §4.1; ``LabPushService``);
 /// - every push request is logged as `NRTEST PUSH user=U kind=K at=…` (``RegistrarRequest``).
 ///
 /// Invariants: without a push service every placeholder renders empty and the registrar is the
@@ -27,7 +30,7 @@ extension RegistrarConfig {
         let values = [
             "@PUSH_MODULES@": pushModules(address4: address4, port: port, directory: directory),
             "@PUSH_INVITE@": "if (uri == myself) { route(PUSH_INVITE); }",
-            "@PUSH_REGISTERED@": "ts_append(\"location\", \"$tu\");\n    m_dump();",
+            "@PUSH_REGISTERED@": "route(PUSH_BINDING);\n    ts_append(\"location\", \"$tu\");\n    m_dump();",
             "@PUSH_MESSAGE@": "if (is_method(\"MESSAGE\")) { route(PUSH_MESSAGE); exit; }",
         ]
         let filled = values.reduce(text) { $0.replacingOccurrences(of: $1.key, with: $1.value) }
@@ -67,6 +70,26 @@ extension RegistrarConfig {
         route[PUSH_SEND] {
             xlog("L_NOTICE", "NRTEST PUSH user=$rU kind=$var(kind) at=$TV(Sn)\n");
             http_client_query("http://@SERVICE@/push?account=$rU&kind=$var(kind)&prid=$var(prid)", "$var(answer)");
+        }
+
+        # RFC 8599 §4.1: the proxy pushes before a binding expires, so the sleeping device refreshes
+        # it. The push service keeps that timer: after each save it is told the AoR's first binding's
+        # token and seconds left (no token or 0: nothing to refresh).
+        route[PUSH_BINDING] {
+            $var(prid) = "";
+            $var(left) = 0;
+            if (reg_fetch_contacts("location", "sip:$tU@$td", "binding")) {
+                if ($(ulc(binding=>count)) > 0) {
+                    $var(prid) = $(ulc(binding=>addr){uri.param,pn-prid});
+                    $var(left) = $(ulc(binding=>expires)) - $Ts;
+                }
+                reg_free_contacts("binding");
+            }
+            if ($var(prid) == $null) {
+                $var(prid) = "";
+            }
+            xlog("L_NOTICE", "binding report user=$tU left=$var(left) prid=$var(prid)\n");
+            http_client_query("http://@SERVICE@/binding?account=$tU&expires=$var(left)&prid=$var(prid)", "$var(answer)");
         }
 
         route[PUSH_INVITE] {

@@ -6,6 +6,8 @@ public struct RegistrarBinding: Hashable, Sendable {
     public var addressOfRecord: String
     /// The bound Contact URI.
     public var contact: String
+    /// Seconds it has left, as the dump said (nil: not a number, e.g. `permanent`).
+    public var expiresIn: Int? = nil
 
     /// The `AoR:`/`Address:` pairs of a `ul.dump`; at most 100,000 (the dump is the registrar's text).
     static func parse(dump: String) -> [RegistrarBinding] {
@@ -16,6 +18,9 @@ public struct RegistrarBinding: Hashable, Sendable {
             if words.hasPrefix("AoR: ") { record = String(words.dropFirst(5)) }
             if words.hasPrefix("Address: ") {
                 bindings.append(RegistrarBinding(addressOfRecord: record, contact: String(words.dropFirst(9))))
+            }
+            if words.hasPrefix("Expires: "), !bindings.isEmpty, bindings[bindings.count - 1].expiresIn == nil {
+                bindings[bindings.count - 1].expiresIn = Int(words.dropFirst(9).prefix(12)).map { min($0, 86_400) }
             }
         }
         return bindings

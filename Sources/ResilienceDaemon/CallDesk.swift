@@ -20,6 +20,9 @@ actor CallDesk {
     private let accounts: [String: DaemonAccount]
     private let path: @Sendable () async -> NetworkPath
     private let logger: Logger
+    /// The daemon's runtime clock: media keep-alive timers sleep on it, never `Task.sleep` (one
+    /// `Task.sleep` starts libdispatch's once-a-second monitor for good; see `QuietConcurrencyRuntime`).
+    private let clock: any RuntimeClock
     private var book = CallBook()
     private var media: [CallID: RTPEchoSession] = [:]
     private var placements: [Placement] = []
@@ -36,8 +39,9 @@ actor CallDesk {
     /// - Parameter path: the manager's current path (the flow a command's request goes on).
     init(
         plugin: SIPPlugin, accounts: [DaemonAccount], path: @escaping @Sendable () async -> NetworkPath,
-        logger: Logger
+        logger: Logger, clock: any RuntimeClock
     ) {
+        self.clock = clock
         self.plugin = plugin
         self.accounts = Dictionary(accounts.map { ($0.account.name, $0) }, uniquingKeysWith: { first, _ in first })
         self.path = path
@@ -54,7 +58,7 @@ actor CallDesk {
         guard path.isSatisfied else { throw DaemonError("no network path: a call cannot be placed now") }
         placed += 1
         let number = placed
-        let session = RTPEchoSession()
+        let session = RTPEchoSession(clock: clock)
         let result = await withCheckedContinuation { reply in
             placements.append(Placement(number: number, account: name, peer: uri, media: session, reply: reply))
             Task { [plugin] in
@@ -92,7 +96,7 @@ actor CallDesk {
         do {
             switch control {
             case .answer:
-                let session = RTPEchoSession()
+                let session = RTPEchoSession(clock: clock)
                 media[id] = session
                 try await plugin.answer(id, account: call.account, media: session, path: path)
             case .hangup: try await plugin.hangUp(id, account: call.account, path: path)

@@ -122,9 +122,10 @@ public final class Daemon: Sendable {
             metricsFactory: metrics?.factory, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
+        let runtimeClock = clock ?? EventLoopClock.onSingletonGroup()
         let manager = ResilienceManager(
             source: network, policy: policy, plugins: [plugin], appState: config.appState,
-            clock: clock ?? EventLoopClock.onSingletonGroup(),
+            clock: runtimeClock,
             configuration: .init(
                 shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
                 pluginShutdownTimeout: Self.pluginStopTimeout),
@@ -133,7 +134,8 @@ public final class Daemon: Sendable {
         self.systemd = SystemdNotifier(environment: environment)
         self.events = manager.events()
         self.calls = CallDesk(
-            plugin: plugin, accounts: config.accounts, path: { await manager.status().path }, logger: logger)
+            plugin: plugin, accounts: config.accounts, path: { await manager.status().path }, logger: logger,
+            clock: runtimeClock)
         self.hooks = config.hooks.map { HookRunner(directory: $0.directory, timeout: $0.timeout, logger: logger) }
     }
 

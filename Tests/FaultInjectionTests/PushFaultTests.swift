@@ -18,18 +18,21 @@ import Testing
 struct PushFaultTests {
     static let pushPort = 8088
 
-    /// The push lab: alice's token file holds `token` when given (else she starts without one).
-    static func lab(_ lab: NetworkLab, token: String?) async throws -> (CallFaultLab, LabPushService) {
+    /// The push lab: alice's token file holds `token` when given (else she starts without one);
+    /// `expires` her registration's lifetime, `refreshLead` the push service's (see its docs).
+    static func lab(
+        _ lab: NetworkLab, token: String?, expires: Int = 600, refreshLead: Duration? = nil
+    ) async throws -> (CallFaultLab, LabPushService) {
         let tokenFile = lab.directory + "/alice.token"
         if let token { try (token + "\n").write(toFile: tokenFile, atomically: true, encoding: .utf8) }
         let f = try await CallFaultLab(
             lab, options: RegistrarOptions(pushService: "\(LabAddress.service4):\(pushPort)"),
-            account: ", push: {provider: apns, token-file: \(tokenFile)}",
+            account: ", expires: \(expires), push: {provider: apns, token-file: \(tokenFile)}",
             settings: "state-directory: \(lab.directory)/state", policy: "push-wake-window: 3s\n")
         let service = try await lab.startPushService(
             in: f.server, address: LabAddress.service4, port: pushPort, deliverIn: f.phone,
             command: [CallFaultLab.netres, "ctl", "--socket", f.socket, "push", "@ACCOUNT@", "--kind", "@KIND@"],
-            delay: .milliseconds(50) ... .milliseconds(300))
+            delay: .milliseconds(50) ... .milliseconds(300), refreshLead: refreshLead)
         return (f, service)
     }
 
@@ -41,6 +44,13 @@ struct PushFaultTests {
             throw NetworkLabError(.commandFailed, "no Ip OutRequests in /proc/net/snmp: \(snmp.prefix(300))")
         }
         return value
+    }
+
+    /// The registrar log's last binding reports and errors (a diagnostic).
+    static func registrarErrors(_ f: CallFaultLab) -> String {
+        let log = (try? String(contentsOfFile: f.registrar.logPath, encoding: .utf8)) ?? ""
+        return log.split(separator: "\n").filter { $0.contains("binding") || $0.contains("ERROR") }.suffix(8)
+            .joined(separator: "\n")
     }
 
     /// netres's log lines for a succeeded `release-flow` of alice's registration.
@@ -131,6 +141,45 @@ struct PushFaultTests {
             let before = try await Self.packetsSent(f)
             try await Task.sleep(for: .seconds(2))
             #expect(try await Self.packetsSent(f) == before, "packets after the window; netres: \(f.log())")
+        }
+    }
+
+    /// RFC 8599 (abstract): it "describes how the UA can send binding-refresh REGISTER requests
+    /// [...] in an environment in which the UA may be suspended": the proxy pushes before the
+    /// binding expires (§4.1). Asleep, netres keeps no refresh timer; alice's binding is 60 s
+    /// (netres's shortest) and the push service refreshes 50 s before the expiry (10 s after a
+    /// save, scaled down from a third of the lifetime), so without the proxy's refresh push the
+    /// binding would lapse at the original expiry. With it: a `refresh` push, a REGISTER, asleep
+    /// again after the 3 s window, and the binding outlives the original expiry.
+    @Test func aSleepingClientWithAShortBindingIsRefreshedByAPushAndSleepsAgain() async throws {
+        try await withNetworkLab { lab in
+            // The token comes once the push service runs (the registrar reports bindings to it).
+            let (f, service) = try await Self.lab(lab, token: nil, expires: 60, refreshLead: .seconds(50))
+            try await f.ctl("push-token", CallFaultLab.user, "feedf00d")
+            let bound = await eventually(within: .seconds(10)) {
+                f.registrar.requests().contains { $0.kind == "REGISTERED" && $0.contact.contains("pn-prid=feedf00d") }
+            }
+            try #require(bound, "no binding with the token: \(f.log())")
+            let saved = try #require(f.registrar.requests().last { $0.kind == "REGISTERED" })
+            let originalExpiry = saved.at + 60
+            try await Self.sleep(f, watching: 1)
+            #expect(service.bindings.last?.token == "feedf00d", "bindings told: \(service.bindings)")
+
+            let pushed = await eventually(within: .seconds(20)) { service.requests.contains { $0.kind == "refresh" } }
+            let push = try #require(
+                service.requests.first { $0.kind == "refresh" },
+                "no refresh push: \(service.bindings), \(service.refused) refused; registrar: \(Self.registrarErrors(f))"
+            )
+            #expect(pushed && push.token == "feedf00d" && push.at < originalExpiry)
+            let registered = await eventually(within: .seconds(10)) {
+                f.registrar.requests().contains { $0.kind == "REGISTERED" && $0.at > push.at }
+            }
+            #expect(registered, "no REGISTER after the refresh push: \(f.log())")
+            let slept = await eventually(within: .seconds(10)) { Self.flowsReleased(f) >= 2 }
+            #expect(slept, "not asleep again after the window: \(f.log())")
+            // The binding now lives past the original expiry (ul.dump's seconds left).
+            let left = try await f.registrar.bindings().compactMap(\.expiresIn).max() ?? 0
+            #expect(realtime() + Double(left) > originalExpiry + 5, "binding left \(left) s")
         }
     }
 

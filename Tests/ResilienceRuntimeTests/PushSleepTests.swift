@@ -58,6 +58,26 @@ struct PushSleepTests {
         try await stop(group, run)
     }
 
+    /// The "no wake-up" while asleep, counted where the timers live: once the flow is
+    /// released, the manager (scheduler, hold-down, flow-loss, push-window and action timers)
+    /// holds no sleeper on its clock, and ten simulated minutes fire none.
+    @Test func anAsleepAccountArmsNoTimerAtAllForTenMinutes() async throws {
+        let (manager, events, group, run) = try await start(pushAccounts: ["alice"])
+        await manager.setAppState(.suspended)
+        try await events.wait {
+            $0.contains { $0.action?.action.kind == .releaseFlow && $0.action?.isSucceeded == true }
+        }
+        // The release's own timeout timer is cancelled when it succeeds: bounded wait for that.
+        for _ in 0..<500 where clock.sleeperCount > 0 { try await Task.sleep(for: .milliseconds(10)) }
+        #expect(clock.sleeperCount == 0, "an asleep account keeps \(clock.sleeperCount) timer(s) armed")
+        let wakeUpsBefore = clock.wakeUps
+        for _ in 0..<60 { clock.advance(by: .seconds(10)) }
+        #expect(clock.wakeUps == wakeUpsBefore)
+        #expect(clock.sleeperCount == 0)
+        #expect(plugin.starts.map(\.action.kind).filter { $0 != .register } == [.releaseFlow])
+        try await stop(group, run)
+    }
+
     @Test func suspendedWithoutAPushTokenKeepsItsFlowAndItsWakeUps() async throws {
         let (manager, events, group, run) = try await start(pushAccounts: [])
         await manager.setAppState(.suspended)

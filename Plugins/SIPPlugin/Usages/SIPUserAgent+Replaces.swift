@@ -27,7 +27,7 @@ extension SIPUserAgent {
         guard let previous = calls[old], let flow = transport else { return }
         logger.info("sip.call-replaced", metadata: ["call": "\(old)", "by": "\(new)"])
         // The old call's media goes to the new one; the old call closes a placeholder instead.
-        calls[old]?.media = RTPEchoSession()
+        calls[old]?.media = RTPEchoSession(clock: clock)
         do {
             try await answer(new, media: previous.media, over: flow)
         } catch {
