@@ -101,8 +101,8 @@ final class RegistrarDirectory: Sendable {
             // A name the hosts file lists is the system resolver's to answer, as before RFC 3263
             // lookups existed: getaddrinfo orders its addresses by what this host can reach now
             // (RFC 6724), so an IPv6-only link gets the IPv6 one; no DNS server is asked.
-            let address = try await resolveListed(key.host, account.registrarPort)
-            return [SIPTarget(name: key.host, address: address, port: account.registrarPort, transport: key.transport)]
+            let address = try await resolveListed(key.host, port)
+            return [SIPTarget(name: key.host, address: address, port: port, transport: key.transport)]
         }
         let now = clock.now
         let (cached, task) = state.withLock { state -> (Entry?, Task<[SIPTarget], any Error>?) in
