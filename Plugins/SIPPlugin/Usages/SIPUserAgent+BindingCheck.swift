@@ -2,7 +2,7 @@ internal import Logging
 internal import ResilienceCore
 
 extension SIPUserAgent {
-    /// A flow ping that also asks the registrar for the account's bindings (see ``BindingCheck``):
+    /// A flow ping that also asks the registrar for the account's bindings (see `BindingCheck`):
     /// a REGISTER without Contact over the registered flow, paced with the registrar's other
     /// REGISTERs, its digest answered from the cached challenge.
     ///

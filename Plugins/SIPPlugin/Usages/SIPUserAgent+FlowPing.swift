@@ -17,7 +17,7 @@ extension SIPUserAgent {
     ///   re-registration is the recovery.
     ///
     /// Once the binding has gone unconfirmed for three quarters of the account's interval, the
-    /// ping is a binding query instead (``BindingCheck``, `checkBinding(over:)`).
+    /// ping is a binding query instead (`BindingCheck`, `checkBinding(over:)`).
     ///
     /// A ping proves only the flow the registration was bound through: when the flow is another
     /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
