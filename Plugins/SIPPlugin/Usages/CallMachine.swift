@@ -164,7 +164,7 @@ struct CallMachine: Hashable, Sendable {
         case .timerFired(.ringing):
             // §13.3.1.1: a UAS that cannot answer "within a reasonable time" ends the INVITE;
             // 480 Temporarily Unavailable says the callee was not reachable now.
-            guard phase == .incoming, let until = ringingUntil, now >= until else { return [] }
+            guard phase == .alerting, let until = ringingUntil, now >= until else { return [] }
             ringingUntil = nil
             phase = .ended
             return [
@@ -210,7 +210,7 @@ struct CallMachine: Hashable, Sendable {
             replacesWasRefused = true
             peerSupportsReplaces = false
             earlyRemoteTag = nil
-            return phase == .outgoing ? [.ringAgain(replaces: nil)] : []
+            return phase == .progressing ? [.ringAgain(replaces: nil)] : []
         case .pathReturned(let loss, let budget): return pathReturned(loss: loss, budget: budget)
         case .hold(let reason):
             // A call already held for another reason only records this one.
@@ -264,7 +264,7 @@ struct CallMachine: Hashable, Sendable {
     /// gave its tag in a provisional (`early-only`: never a confirmed dialog); otherwise the old
     /// INVITE is CANCELled and a new one rings (the callee sees a second call).
     private mutating func earlyFlowLost(_ dialog: Dialog.ID) -> [CallAction] {
-        guard phase == .outgoing else { return [] }
+        guard phase == .progressing else { return [] }
         defer { earlyRemoteTag = nil }  // the next INVITE's early dialog is another one
         guard peerSupportsReplaces, let remote = earlyRemoteTag else { return [.ringAgain(replaces: nil)] }
         // The UAS matches to-tag with its own (local) tag and from-tag with ours (§3).

@@ -7,18 +7,23 @@ public struct CallID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// Where a call stands, as an app shows it.
-public enum CallPhase: String, Hashable, Sendable {
-    /// Our INVITE is out, no answer yet (ringing included).
-    case outgoing
+/// Where a call stands, as an app shows it: the policy's words (``ResilienceCore/CallState``) plus
+/// `ended`, which the rules never see (an ended call is no service).
+///
+/// Invariant: every case but ``ended`` has the raw value of the ``ResilienceCore/CallState`` it
+/// maps to (``serviceState``), so `netres ctl calls`, hooks, logs and metrics print the words a
+/// policy file uses.
+public enum CallPhase: String, Hashable, Sendable, CaseIterable {
+    /// Our INVITE is out, no final answer yet (ringing included).
+    case progressing
     /// The far end's INVITE is ringing here, waiting for ``SIPUserAgent/answer(_:media:path:)``.
-    case incoming
+    case alerting
     /// Confirmed, media both ways.
     case active
     /// Confirmed, held by this end (user, app or interruption).
     case held
     /// Confirmed, held by the far end (its offer was `sendonly` or `inactive`).
-    case remotelyHeld
+    case remotelyHeld = "remotely-held"
     /// Over: BYE, CANCEL, rejection, or lost (481/408 to a re-INVITE).
     case ended
 }
@@ -182,16 +187,7 @@ enum GlareWait {
 
 extension CallPhase {
     /// The call state the policy keys on (`ClientService`'s kind); nil once the call ended.
-    public var serviceState: ResilienceCore.CallState? {
-        switch self {
-        case .outgoing: .progressing
-        case .incoming: .alerting
-        case .active: .active
-        case .held: .held
-        case .remotelyHeld: .remotelyHeld
-        case .ended: nil
-        }
-    }
+    public var serviceState: ResilienceCore.CallState? { ResilienceCore.CallState(rawValue: rawValue) }
 }
 
 extension SIPAccount {

@@ -23,7 +23,8 @@ extension SIPUserAgent {
         }
         calls[id] = SIPCall(
             id: id, isOutgoing: true, peer: target, dialogID: dialog.id,
-            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media, phase: .outgoing,
+            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media,
+            phase: .progressing,
             createdAt: clock.now)
         report(id, trigger: "api")
         do {

@@ -105,7 +105,7 @@ extension SIPUserAgent {
         }
         var state = SIPCall(
             id: id, isOutgoing: false, peer: extractURI(from), dialogID: dialog.id, offerAnswer: offerAnswer,
-            media: RTPEchoSession(clock: clock), phase: .incoming, createdAt: clock.now)
+            media: RTPEchoSession(clock: clock), phase: .alerting, createdAt: clock.now)
         state.pendingInvite = (request, transaction)
         state.notePeerAllow(request)
         _ = state.machine.handle(.remoteOffer(method: "INVITE"), at: clock.now)

@@ -22,7 +22,7 @@ extension SIPUserAgent {
                     toTag: response.tag(in: "To"), supportsReplaces: response.offersReplaces)
                 _ = calls[id]?.machine.handle(early, at: clock.now)
                 provisionalArrived(id)
-                if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
+                if response.status != 100, calls[id]?.phase == .progressing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
                 let ack = ackFor(invite, response: response, call: id, flow: flow)
                 // To the 2xx's Contact when it has no Record-Route (§12.2.1.1), else via the flow.
