@@ -75,13 +75,12 @@ extension SIPUserAgent {
 
     /// Resumes every task waiting on call `id`; each looks at the call again.
     func callChanged(_ id: CallID) {
-        for (token, waiter) in callWaiters where waiter.call == id { resume(token) }
+        for waiter in calls.callChanged(id) { waiter.resume() }
     }
 
     /// One wait for the next change of call `id` (or `deadline`, or cancellation).
     private func park(_ id: CallID, until deadline: ContinuousClock.Instant) async {
-        nextCallWaiter &+= 1
-        let token = nextCallWaiter
+        let token = calls.newWaiterToken()
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
             self.resume(token)
@@ -91,7 +90,7 @@ extension SIPUserAgent {
                 if Task.isCancelled {
                     continuation.resume()
                 } else {
-                    callWaiters[token] = (id, continuation)
+                    calls.park(token, call: id) { continuation.resume() }
                 }
             }
         } onCancel: {
@@ -101,7 +100,7 @@ extension SIPUserAgent {
     }
 
     private func resume(_ token: UInt64) {
-        callWaiters.removeValue(forKey: token)?.continuation.resume()
+        calls.removeWaiter(token)?.resume()
     }
 
     /// A recovery of call `id` over `flow` (holding the call when `hold`) while an offer of the

@@ -14,7 +14,7 @@ extension SIPUserAgent {
             await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
         }
         var iterator = events.makeAsyncIterator()
-        defer { cancelling[id] = nil }
+        defer { calls.inviteFinished(id) }
         while let event = await iterator.next() {
             switch event {
             case .provisional(let response):
@@ -33,7 +33,7 @@ extension SIPUserAgent {
                         if case .answeredAgain = later { try? await ackCarrier.send(ack) }
                     }
                 }
-                if calls[id] == nil, cancelling[id] != nil {
+                if calls[id] == nil, calls.isCancelling(id) {
                     Task { await self.byeAfterCancel(invite: invite, answer: response, over: flow) }
                 }
                 return response

@@ -13,7 +13,7 @@ internal import ResilienceCore
 extension SIPUserAgent {
     /// Our calls as the `Replaces` rules see them.
     var replaceableCalls: [ReplaceableCall] {
-        calls.values.map { call in
+        calls.all.values.map { call in
             let confirmed = [.active, .held, .remotelyHeld].contains(call.phase)
             return ReplaceableCall(
                 id: call.id, callID: call.dialogID.callID, localTag: call.dialogID.localTag,
