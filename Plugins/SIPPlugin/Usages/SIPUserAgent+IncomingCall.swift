@@ -71,7 +71,7 @@ extension SIPUserAgent {
         return true
     }
 
-    /// A new call: checked, rung with 180 at once, reported `incoming`; the app answers it.
+    /// A new call: checked, rung with 180 at once, reported `alerting`; the app answers it.
     /// Returns its id (nil: refused).
     @discardableResult
     private func incomingInvite(
