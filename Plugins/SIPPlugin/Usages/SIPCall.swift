@@ -7,10 +7,10 @@ public struct CallID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// Where a call stands, as an app shows it: the policy's words (``ResilienceCore/CallState``) plus
+/// Where a call stands, as an app shows it: the policy's words (`ResilienceCore.CallState`) plus
 /// `ended`, which the rules never see (an ended call is no service).
 ///
-/// Invariant: every case but ``ended`` has the raw value of the ``ResilienceCore/CallState`` it
+/// Invariant: every case but ``ended`` has the raw value of the `ResilienceCore.CallState` it
 /// maps to (``serviceState``), so `netres ctl calls`, hooks, logs and metrics print the words a
 /// policy file uses.
 public enum CallPhase: String, Hashable, Sendable, CaseIterable {
