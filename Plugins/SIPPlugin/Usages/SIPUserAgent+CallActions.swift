@@ -52,5 +52,7 @@ extension SIPUserAgent {
         }
         if timer == .ackWait, !actions.isEmpty { logger.notice("sip.call-ack-timeout", metadata: ["call": "\(id)"]) }
         perform(actions, call: id)
+        // A task may wait for this timer (the glare wait) or for what it changed.
+        callChanged(id)
     }
 }
