@@ -36,16 +36,8 @@ struct LinphoneCallLab {
     /// answer`; up once erin prints that it is connected. The call's id, or nil (issue recorded).
     func erinCallsAlice() async throws -> String? {
         try erin.call("sip:\(CallFaultLab.user)@\(registrar.address)")
-        var id: String?
-        _ = await eventually(within: .seconds(15)) {
-            id = try? await calls.calls().first { $0["direction"] as? String == "incoming" }?["id"] as? String
-            return id != nil
-        }
-        guard let ringing = id else {
-            Issue.record("netres lists no incoming call: \(erin.diagnostics()); netres: \(calls.log())")
-            return nil
-        }
-        let reply = (try? await calls.ctl("answer", ringing)) ?? "no reply"
+        let (id, reply) = await calls.answerIncomingCall(from: erin.diagnostics())
+        guard let ringing = id else { return nil }
         let up = await eventually(within: .seconds(15)) { Self.connected(erin) }
         #expect(up, "erin's call to alice: ctl answer: \(reply); \(erin.diagnostics()); netres: \(calls.log())")
         return up ? ringing : nil
