@@ -66,6 +66,11 @@ struct LinphoneCallLab {
         registrar.requests().filter { $0.kind == method && $0.user == from }
     }
 
+    /// The call events netres logged for call `id` (`call PHASE ACCOUNT.call.ID … trigger=…`), in order.
+    func events(of id: String) -> [String] {
+        calls.log(limit: 200_000).split(separator: "\n").map(String.init).filter { $0.contains(".call.\(id) ") }
+    }
+
     /// For a failure message: the BYE requests and replies Kamailio logged (user, source, Call-ID).
     func byes() -> [String] {
         registrar.requests().filter { $0.kind == "BYE" || $0.fields["method"] == "BYE" }.map {

@@ -67,6 +67,11 @@ struct LinphoneCallTests {
                 #expect(taken, "call \(id) after \(fault): \(phone.diagnostics()); netres: \(f.calls.log())")
             }
         }
+        // netres's own events: each call recovered from both faults.
+        for (id, _) in both {
+            let recovered = f.events(of: id).filter { $0.contains(" active ") && $0.contains(" trigger=network") }
+            #expect(recovered.count >= 2, "netres's recoveries of \(id): \(f.events(of: id))")
+        }
         let refreshes = f.throughGRUU("UPDATE", from: user).count + f.throughGRUU("INVITE", from: user).count
         #expect(refreshes >= 2 * both.count, "target refreshes through route[GRUU]: \(refreshes)")
 
@@ -88,6 +93,7 @@ struct LinphoneCallTests {
             #expect(ended, "BYE to dave: ctl hangup: \(reply ?? "no reply"); \(dave.diagnostics())")
             #expect(f.throughGRUU("BYE", from: user).count > relayed, "BYE at the proxy: \(f.byes())")
             #expect(await eventually(within: .seconds(10)) { (try? await f.calls.state(of: outgoing)) == nil })
+            #expect(f.events(of: outgoing).last?.contains(" ended ") == true, "\(f.events(of: outgoing))")
         }
 
         guard let incoming else { return }
@@ -123,6 +129,7 @@ struct LinphoneCallTests {
         #expect(
             await eventually(within: .seconds(15)) { (try? await f.calls.state(of: incoming)) == nil },
             "ctl hangup \(incoming): \(reply ?? "no reply"); netres: \(f.calls.log())")
+        #expect(f.events(of: incoming).last?.contains(" ended ") == true, "\(f.events(of: incoming))")
         #expect(f.throughGRUU("BYE", from: CallFaultLab.user).count > relayed, "BYE at the proxy: \(f.byes())")
     }
 }
