@@ -108,8 +108,8 @@ struct LinphoneCallTests {
     /// Measured with tcpdump in `far`, with and without record-routing, GRUU on: both UPDATEs
     /// (new Contact) answered 200, then erin's BYE sent 5 times to the Contact of netres's 200 to
     /// her INVITE, the address before the change. Once a linphonec fixes it, this known issue
-    /// stops happening and the test says so. netres
-    /// then ends the call itself: its BYE goes to erin's GRUU, and the call is gone from its list.
+    /// stops happening and the test says so. netres then ends the call itself: its BYE goes to
+    /// erin's GRUU, and the call is gone from its list.
     static func erinHangsUp(_ incoming: String, _ f: LinphoneCallLab, recordRoute: Bool) async throws {
         try f.erin.terminate()
         #expect(await eventually(within: .seconds(15)) { LinphoneCallLab.ended(f.erin) }, "\(f.erin.diagnostics())")
