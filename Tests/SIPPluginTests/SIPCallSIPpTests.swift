@@ -23,9 +23,7 @@ struct SIPCallSIPpTests {
 
     /// An account whose registrar (and outbound proxy) is sipp.
     func account(for sipp: SIPpHarness, user: String) -> SIPAccount {
-        SIPAccount(
-            name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
-            password: "secret-\(user)")
+        sipp.account(user: user)
     }
 
     func withSIPp(_ scenario: String, _ body: (SIPpHarness) async throws -> Void) async throws {

@@ -16,9 +16,7 @@ import Testing
 struct SIPCallServiceTests {
     func plugin(for sipp: SIPpHarness) -> (SIPPlugin, SIPAccount) {
         let user = uniqueUser("caller")
-        let account = SIPAccount(
-            name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
-            password: "secret-\(user)")
+        let account = sipp.account(user: user)
         return (SIPPlugin(accounts: [account], logger: testLogger(user)), account)
     }
 

@@ -64,9 +64,7 @@ struct SIPCallSurvivalTests {
         let sipp = try await SIPpHarness.start(scenario: scenario)
         defer { sipp.stop() }
         let user = uniqueUser("survivor")
-        let account = SIPAccount(
-            name: user, registrarHost: "127.0.0.1", registrarPort: sipp.port, user: user, domain: "127.0.0.1",
-            password: "secret-\(user)")
+        let account = sipp.account(user: user)
         let metrics = TestMetrics()
         let plugin = SIPPlugin(
             accounts: [account], metricsFactory: metrics, logger: testLogger(user))

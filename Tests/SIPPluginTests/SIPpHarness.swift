@@ -2,6 +2,7 @@ import ChildProcesses
 import Foundation
 import Glibc
 import NetworkLab
+import SIPPlugin
 
 /// sipp (Debian `sip-tester`) as a real far end on loopback, running one XML scenario kept in
 /// `Resources/sipp/` for one call, with its message log as the witness. Stopped by PID.
@@ -63,6 +64,14 @@ final class SIPpHarness: Sendable {
             if ChildProcess.contents(of: "/proc/net/udp").contains(" \(local) ") { return }
             try? await Task.sleep(for: .milliseconds(20))
         }
+    }
+
+    /// An account of `user` whose registrar (and outbound proxy) is this sipp, the far end of
+    /// its calls.
+    func account(user: String) -> SIPAccount {
+        SIPAccount(
+            name: user, registrarHost: "127.0.0.1", registrarPort: port, user: user, domain: "127.0.0.1",
+            password: "secret-\(user)")
     }
 
     var messagesPath: String { directory.appendingPathComponent("messages.log").path }
