@@ -42,10 +42,19 @@ public enum LoopbackPort {
     /// A port free for both UDP and TCP on 127.0.0.1 (checked by binding both), below Linux's
     /// ephemeral range (32768–60999 by default), so a socket another test binds to port 0 cannot
     /// take it between this check and the server's own bind. At most 50 tries.
-    public static func free() throws -> Int {
+    ///
+    /// `udpAbove` names the further UDP ports a server binds from this base, checked free too
+    /// (sipp's `-mp BASE` binds the audio RTP socket at BASE and the video one at BASE + 2, and
+    /// exits when either is taken); they stay below the ephemeral range as well.
+    public static func free(udpAbove offsets: [Int] = []) throws -> Int {
+        let highest = 32_767 - min(max(offsets.max() ?? 0, 0), 1_000)
         for _ in 0..<50 {
-            let candidate = Int.random(in: 20_000...32_767)
-            if canBind(Int32(SOCK_DGRAM.rawValue), candidate) && canBind(Int32(SOCK_STREAM.rawValue), candidate) {
+            let candidate = Int.random(in: 20_000...highest)
+            if canBind(Int32(SOCK_DGRAM.rawValue), candidate) && canBind(Int32(SOCK_STREAM.rawValue), candidate)
+                && offsets.allSatisfy({
+                    (1...1_000).contains($0) && canBind(Int32(SOCK_DGRAM.rawValue), candidate + $0)
+                })
+            {
                 return candidate
             }
         }

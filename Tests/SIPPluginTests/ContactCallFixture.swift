@@ -35,8 +35,9 @@ struct ContactCallFixture {
         return mode + extra + ["-s", account.user, "\(host):\(port)"]
     }
 
-    /// The call that rang (reported `alerting`) within `seconds`; nil when none did.
-    func rung(within seconds: Double = 15) async -> CallID? {
+    /// The call that rang (reported `alerting`) within `seconds` (a hang guard, generous for a
+    /// loaded machine: it ends at the ring); nil when none did.
+    func rung(within seconds: Double = 30) async -> CallID? {
         await recorder.events(until: { $0.phase == .alerting }, within: seconds).first { $0.phase == .alerting }?.call
     }
 }

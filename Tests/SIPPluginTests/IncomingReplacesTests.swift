@@ -83,7 +83,8 @@ struct IncomingReplacesSIPpTests {
             let (agent, recorder) = (f.agent, f.recorder)
             let first = try await SIPpHarness.start(scenario: "uac-to-contact-replaced", arguments: f.sippArguments())
             defer { first.stop() }
-            let old = try #require(await f.rung(), "the first INVITE rang: \(first.messages.suffix(1500))")
+            let old = try #require(
+                await f.rung(), "the first INVITE rang: \(first.errors.suffix(600)) \(first.messages.suffix(1500))")
             try await agent.answer(old, path: loopbackPath())
             let dialog = try #require(await agent.calls[old]?.dialogID)
             let remoteTag = try #require(dialog.remoteTag)

@@ -7,13 +7,15 @@ final class UDPTestPeer: @unchecked Sendable {
     let fd: Int32
     let port: Int
 
-    init(host: String = "127.0.0.1") throws {
+    /// Binds `host`:`port` (0: a port the kernel picks).
+    init(host: String = "127.0.0.1", port: Int = 0) throws {
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         self.fd = fd
         guard fd >= 0 else { throw HarnessError("socket failed") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr(host)
+        address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
