@@ -1,3 +1,4 @@
+internal import Foundation
 import Glibc
 
 extension ChildProcess {
@@ -55,5 +56,20 @@ extension ChildProcess {
         var chunk = [UInt8](repeating: 0, count: 65_536)
         while case let count = read(fd, &chunk, chunk.count), count > 0 { bytes += chunk[..<count] }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The inodes of the sockets among the descriptors of `pid` ("self" for this process): its
+    /// `/proc/PID/fd` links `socket:[INODE]`, the key of a socket's row in `/proc/net/*`. At most
+    /// `limit` descriptors are looked at.
+    public static func socketInodes(of pid: String, limit: Int = 65_536) -> Set<String> {
+        let folder = "/proc/\(pid)/fd"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return Set(
+            names.prefix(limit).compactMap { name in
+                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)"),
+                    target.hasPrefix("socket:["), target.hasSuffix("]")
+                else { return nil }
+                return String(target.dropFirst(8).dropLast())
+            })
     }
 }

@@ -91,7 +91,7 @@ final class SIPpHarness: Sendable {
         let wanted = Set([port, mediaPort, mediaPort + 2].map { String(format: "0100007F:%04X", $0) })
         let deadline = ContinuousClock.now + bound
         while ContinuousClock.now < deadline && !child.hasExitedUnreaped() {
-            let inodes = Self.socketInodes(of: child.pid)
+            let inodes = ChildProcess.socketInodes(of: "\(child.pid)", limit: 256)
             let table = ChildProcess.contents(of: "/proc/net/udp") + ChildProcess.contents(of: "/proc/net/tcp")
             let held = table.split(separator: "\n").compactMap { line in
                 let fields = line.split(separator: " ")
@@ -101,19 +101,6 @@ final class SIPpHarness: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         return false
-    }
-
-    /// The inodes of the sockets among `pid`'s descriptors (`socket:[INODE]` links in its fd folder).
-    static func socketInodes(of pid: pid_t) -> Set<String> {
-        let folder = "/proc/\(pid)/fd"
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
-        return Set(
-            names.prefix(256).compactMap { name in
-                guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)"),
-                    target.hasPrefix("socket:[")
-                else { return nil }
-                return String(target.dropFirst(8).dropLast())
-            })
     }
 
     /// An account of `user` whose registrar (and outbound proxy) is this sipp, the far end of
