@@ -15,7 +15,7 @@ extension ChildProcess {
 
     /// Runs `argv` to completion, its standard output and error collected in temporary files
     /// (no pipe to drain, so a chatty program cannot block on a full one). Blocks the calling
-    /// thread: for short programs only (`netres policy`, `systemd-analyze`).
+    /// thread: from async code use ``runOffThePool(_:environment:)``.
     ///
     /// Use this, never Foundation's `Process`: besides hanging in a fresh network namespace,
     /// its `run()` reads past the end of a `readdir` buffer while it counts `/proc/self/fd`
@@ -37,6 +37,18 @@ extension ChildProcess {
             argv, output: outputPath, errors: .file(errorsPath), truncate: true, environment: environment)
         let status = child.waitForExit()
         return Finished(status: status, output: contents(of: outputPath), errors: contents(of: errorsPath))
+    }
+
+    /// ``run(_:environment:)`` on a thread of its own, for async callers (tests above all): the
+    /// task waits without holding a thread of Swift's concurrency pool. That pool has one thread
+    /// per core, two on the CI machine, so two tests blocked in `waitpid` there stall every other
+    /// suite of the test process (and their time limits run on) while the programs run.
+    public static func runOffThePool(_ argv: [String], environment: [String: String]? = nil) async throws -> Finished {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try run(argv, environment: environment) })
+            }
+        }
     }
 
     /// The child's raw wait status once it has exited (reaping it), or nil while it runs.

@@ -4,8 +4,8 @@ import Testing
 /// What an operator installs and asks first: the version line and the shell completions.
 struct OperatorCommandTests {
     @Test(.enabled(if: PolicyCommandTests.built, "netres is not built"))
-    func versionNamesThePackageAndTheLibnlInUse() throws {
-        let result = try PolicyCommandTests.run("--version")
+    func versionNamesThePackageAndTheLibnlInUse() async throws {
+        let result = try await PolicyCommandTests.run("--version")
         #expect(result.status == 0)
         let line = result.stdout.trimmingCharacters(in: .newlines)
         #expect(line.hasPrefix("netres "), "\(line)")
@@ -18,8 +18,8 @@ struct OperatorCommandTests {
     @Test(
         .enabled(if: PolicyCommandTests.built, "netres is not built"),
         arguments: [("bash", "-F _netres netres"), ("zsh", "#compdef netres"), ("fish", "complete -c 'netres'")])
-    func completionScriptsComeFromTheArgumentParser(shell: String, marker: String) throws {
-        let result = try PolicyCommandTests.run("--generate-completion-script", shell)
+    func completionScriptsComeFromTheArgumentParser(shell: String, marker: String) async throws {
+        let result = try await PolicyCommandTests.run("--generate-completion-script", shell)
         #expect(result.status == 0)
         #expect(result.stdout.contains(marker), "\(result.stdout.prefix(300))")
         for subcommand in ["watch", "status", "wait-online", "policy", "run", "ctl"] {

@@ -14,8 +14,9 @@ struct PolicyCommandTests {
         var stderr: String
     }
 
-    static func run(_ arguments: String...) throws -> Result {
-        let finished = try ChildProcess.run([netres.path] + arguments)
+    /// `netres ARGUMENTS`, waited for off the concurrency pool (see `ChildProcess.runOffThePool`).
+    static func run(_ arguments: String...) async throws -> Result {
+        let finished = try await ChildProcess.runOffThePool([netres.path] + arguments)
         return Result(status: finished.exitCode, stdout: finished.output, stderr: finished.errors)
     }
 
@@ -26,55 +27,56 @@ struct PolicyCommandTests {
     }
 
     @Test(.enabled(if: built, "netres is not built"))
-    func theDefaultPolicyPrintsAndChecksClean() throws {
-        let printed = try Self.run("policy", "default")
+    func theDefaultPolicyPrintsAndChecksClean() async throws {
+        let printed = try await Self.run("policy", "default")
         #expect(printed.status == 0)
         #expect(printed.stdout.contains("levels:"))
         let file = try Self.temporaryFile(Array(printed.stdout.utf8))
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let checked = try Self.run("policy", "check", file)
+        let checked = try await Self.run("policy", "check", file)
         #expect(checked.status == 0)
         #expect(checked.stdout.contains("valid"))
-        let json = try Self.run("policy", "check", file, "--json")
+        let json = try await Self.run("policy", "check", file, "--json")
         #expect(json.status == 0)
         #expect(json.stdout.contains("\"valid\" : true"))
     }
 
     @Test(.enabled(if: built, "netres is not built"))
-    func aBadFileFailsWithALocatedHint() throws {
+    func aBadFileFailsWithALocatedHint() async throws {
         let file = try Self.temporaryFile(Array("levels:\n  - service: htpp\n    foreground: full\n".utf8))
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let checked = try Self.run("policy", "check", file)
+        let checked = try await Self.run("policy", "check", file)
         #expect(checked.status == 1)
         #expect(checked.stderr.hasPrefix("\(file):2:14: error: unknown service \"htpp\""))
         #expect(checked.stderr.contains("hint: did you mean \"http\"?"))
-        let json = try Self.run("policy", "check", file, "--json")
+        let json = try await Self.run("policy", "check", file, "--json")
         #expect(json.status == 1)
         #expect(json.stdout.contains("\"line\" : 2") && json.stdout.contains("\"code\" : \"unknown-name\""))
     }
 
     @Test(.enabled(if: built, "netres is not built"))
-    func nonUTF8AndMissingFilesFailWithoutCrashing() throws {
+    func nonUTF8AndMissingFilesFailWithoutCrashing() async throws {
         let file = try Self.temporaryFile([0x76, 0x3A, 0x20, 0xFF, 0x0A])
         defer { try? FileManager.default.removeItem(atPath: file) }
-        #expect(try Self.run("policy", "check", file).status == 1)
-        #expect(try Self.run("policy", "check", "/nonexistent.yaml").status == 1)
-        let endless = try Self.run("policy", "check", "/dev/zero")
+        #expect(try await Self.run("policy", "check", file).status == 1)
+        #expect(try await Self.run("policy", "check", "/nonexistent.yaml").status == 1)
+        let endless = try await Self.run("policy", "check", "/dev/zero")
         #expect(endless.status == 1 && endless.stderr.contains("larger than 1 MiB"))
         let empty = try Self.temporaryFile([])
         defer { try? FileManager.default.removeItem(atPath: empty) }
-        let checked = try Self.run("policy", "check", empty)
+        let checked = try await Self.run("policy", "check", empty)
         #expect(checked.status == 1 && checked.stderr.contains("\(empty):1:1: error: the file has no YAML document"))
     }
 
     @Test(.enabled(if: built, "netres is not built"))
-    func explainShowsTheBackgroundTable() throws {
-        let result = try Self.run("policy", "explain", "--state", "foreground", "--trigger", "app.entered-background")
+    func explainShowsTheBackgroundTable() async throws {
+        let result = try await Self.run(
+            "policy", "explain", "--state", "foreground", "--trigger", "app.entered-background")
         #expect(result.status == 0)
         #expect(result.stdout.contains("1. unsubscribe  <- rule background-unsubscribe"))
         #expect(result.stdout.contains("2. drain-http  <- rule background-drain-http"))
         #expect(result.stdout.contains("call.incoming.held            level signaling-only"))
-        let json = try Self.run(
+        let json = try await Self.run(
             "policy", "explain", "--state", "background", "--trigger", "network.restored", "--json")
         #expect(json.status == 0)
         let decoded = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
@@ -86,11 +88,11 @@ struct PolicyCommandTests {
     }
 
     @Test(.enabled(if: built, "netres is not built"))
-    func explainRejectsUnknownNamesWithAHint() throws {
-        let result = try Self.run("policy", "explain", "--state", "background", "--trigger", "network.restord")
+    func explainRejectsUnknownNamesWithAHint() async throws {
+        let result = try await Self.run("policy", "explain", "--state", "background", "--trigger", "network.restord")
         #expect(result.status != 0)
         #expect(result.stderr.contains("did you mean \"network.restored\"?"))
-        let state = try Self.run("policy", "explain", "--state", "backgroud", "--trigger", "shutdown")
+        let state = try await Self.run("policy", "explain", "--state", "backgroud", "--trigger", "shutdown")
         #expect(state.status != 0)
         #expect(state.stderr.contains("did you mean \"background\"?"))
     }

@@ -18,15 +18,8 @@ struct CtlCallCommandTests {
     /// Runs `netres ctl ARGUMENTS --socket S` on its own thread (never Foundation's `Process`:
     /// see `ChildProcess.run`); exit code and stdout.
     func ctl(_ arguments: [String], socket: String) async throws -> (Int32, String) {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(
-                    with: Result {
-                        let finished = try ChildProcess.run([builtNetres, "ctl"] + arguments + ["--socket", socket])
-                        return (finished.exitCode, finished.output)
-                    })
-            }
-        }
+        let finished = try await ChildProcess.runOffThePool([builtNetres, "ctl"] + arguments + ["--socket", socket])
+        return (finished.exitCode, finished.output)
     }
 
     @Test func everyCallSubcommandSendsALineTheDaemonParses() async throws {

@@ -28,26 +28,27 @@ struct SystemdUnitTests {
         return unit
     }
 
-    func analyze(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let finished = try ChildProcess.run([systemdAnalyze!] + arguments)
+    /// `systemd-analyze ARGUMENTS` (seconds under load), waited for off the concurrency pool.
+    func analyze(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let finished = try await ChildProcess.runOffThePool([systemdAnalyze!] + arguments)
         return (finished.exitCode, finished.output + finished.errors)
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: netres), "netres is not built"))
-    func theExampleUnitVerifiesClean() throws {
+    func theExampleUnitVerifiesClean() async throws {
         let unit = try installedCopy()
         defer { try? FileManager.default.removeItem(at: unit.deletingLastPathComponent()) }
-        let result = try analyze(["verify", unit.path])
+        let result = try await analyze(["verify", unit.path])
         #expect(result.status == 0, "systemd-analyze verify: \(result.output)")
         #expect(!result.output.contains("netres.service"), "\(result.output)")
     }
 
     /// The hardening stays in place: systemd's own exposure score stays in its "OK" band (< 4.0;
     /// an unhardened service scores 9.6).
-    @Test func theExampleUnitIsHardened() throws {
+    @Test func theExampleUnitIsHardened() async throws {
         let unit = try installedCopy()
         defer { try? FileManager.default.removeItem(at: unit.deletingLastPathComponent()) }
-        let result = try analyze(["security", "--offline=yes", unit.path])
+        let result = try await analyze(["security", "--offline=yes", unit.path])
         let marker = "Overall exposure level for netres.service: "
         let line = result.output.split(separator: "\n").first { $0.contains(marker) }
         let score = line.flatMap { Double($0.components(separatedBy: marker)[1].prefix { $0 != " " }) }
@@ -60,7 +61,7 @@ struct SystemdUnitTests {
     /// a throw-away root holding the system's own units and an executable at the prefix's
     /// `bin/netres` (what `make install` puts there; its content does not matter to `verify`).
     @Test(arguments: ["/usr", "/usr/local"])
-    func theInstalledUnitStartsTheInstalledNetresAndVerifies(prefix: String) throws {
+    func theInstalledUnitStartsTheInstalledNetresAndVerifies(prefix: String) async throws {
         let make = try #require(
             ["/usr/bin/make", "/bin/make"].first { FileManager.default.isExecutableFile(atPath: $0) }, "needs make")
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("netres-root-\(UUID().uuidString)")
@@ -72,7 +73,7 @@ struct SystemdUnitTests {
             try? FileManager.default.copyItem(atPath: "/usr/lib/systemd/system/" + unit, toPath: units + "/" + unit)
         }
         let repository = Self.example.deletingLastPathComponent().deletingLastPathComponent().path
-        let installed = try ChildProcess.run([
+        let installed = try await ChildProcess.runOffThePool([
             make, "-s", "-C", repository, "install-unit", "DESTDIR=\(root)", "PREFIX=\(prefix)",
         ])
         #expect(installed.exitCode == 0, "make install-unit: \(installed.output)\(installed.errors)")
@@ -81,7 +82,7 @@ struct SystemdUnitTests {
         #expect(text.contains("\nExecStart=\(prefix)/bin/netres run --config /etc/netres/netres.yaml\n"), "\(text)")
         try FileManager.default.createDirectory(atPath: "\(root)\(prefix)/bin", withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: "/bin/true", toPath: "\(root)\(prefix)/bin/netres")
-        let result = try analyze(["verify", "--root=\(root)", unit])
+        let result = try await analyze(["verify", "--root=\(root)", unit])
         #expect(result.status == 0 && result.output.isEmpty, "systemd-analyze verify: \(result.output)")
     }
 
