@@ -33,7 +33,8 @@ public struct RegistrarBinding: Hashable, Sendable {
 /// without Contact answered with the bindings), `REPLY<status>` (a
 /// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
 /// played: `FAULT503`, `FAULTDROP200`, `FAULT481`, or `PUSH` (the push proxy asked the push service
-/// to wake `user`; `kind` in ``fields``).
+/// to wake `user`; `kind` in ``fields``), or `DELIVERED` (the client `to` answered `status` to a
+/// MESSAGE the push proxy relayed).
 public struct RegistrarRequest: Hashable, Sendable {
     public var kind: String
     /// The From user.

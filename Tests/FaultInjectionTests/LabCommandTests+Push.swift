@@ -4,6 +4,21 @@ import NetworkLab
 import Testing
 
 extension LabCommandTests {
+    /// The client steps' words reach `netres ctl` and sipp: an account or token that could pass
+    /// for an option, or an unknown app state, is refused with its file, line and column.
+    @Test func aClientStepWithAnOptionForAnAccountOrAnUnknownStateIsRejectedWhereItStands() async throws {
+        let file = try scenario(
+            "push: true\ntimeline:\n  - at 1s push-token alice --socket=/tmp/x\n  - at 2s app-state asleep\n")
+        defer { unlink(file) }
+        let (status, output) = try await netres(["lab", "check", file])
+        #expect(status == 1)
+        #expect(output.contains("\(file):3:28: error: \"--socket=/tmp/x\" is not a token"), "\(output)")
+        let state = try scenario("timeline:\n  - at 2s app-state asleep\n  - at 3s call -x\n")
+        defer { unlink(state) }
+        let (rejected, message) = try await netres(["lab", "check", state])
+        #expect(rejected == 1 && message.contains("\(state):2:21: error: unknown app state \"asleep\""), "\(message)")
+    }
+
     /// The push scenario of `netres lab` as a user writes it: `push: true` makes Kamailio an RFC
     /// 8599 push proxy beside the lab's push service; the built `netres run` (alice, no token at
     /// start, `incoming-calls: answer`, a 2 s wake window) runs in the client host; the timeline
