@@ -43,8 +43,9 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var ringingTimeout: Duration = .seconds(60)
     /// Whether a flow ping asks the registrar for the account's bindings (a REGISTER without
     /// Contact, RFC 3261 §10.2.3) once they have gone unconfirmed for three quarters of the
-    /// flow-ping interval, so a registrar that forgot them is noticed; off, pings only prove the
-    /// flow (a registrar with a persistent location table saves the requests).
+    /// flow-ping interval, in turns with the other accounts bound at the same registrar (one
+    /// query per 3/4 interval there), so a registrar that forgot them is noticed; off, pings only
+    /// prove the flow (a registrar with a persistent location table saves the requests).
     public var checksBindings = true
 
     public init(

@@ -110,6 +110,7 @@ extension SIPUserAgent {
                 noteNAT(from: response, on: flow)
                 registration.staleContacts.removeAll()
                 registration.bindingCheck.confirmed(at: clock.now)
+                watchBinding(at: flow)
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
@@ -159,6 +160,7 @@ extension SIPUserAgent {
         registration.registeredFlow = nil
         registration.staleContacts.removeAll()
         registration.bindingCheck.forget()
+        flows?.bindingWatch.leave(ObjectIdentifier(self))
         logger.info("sip.unregistered")
     }
 
