@@ -28,6 +28,10 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     /// RFC 5626 outbound: `+sip.instance` URN (e.g. `urn:uuid:...`) and `reg-id`.
     public var instanceID: String?
     public var regID: Int?
+    /// RFC 5626 §4.2: 2 keeps a second flow, registered with the next `reg-id` on the next
+    /// registrar target in RFC 3263 order (another edge proxy), so the death of one server costs
+    /// no unreachability; 1 (the default) keeps one. Needs ``instanceID`` and ``regID``.
+    public var outboundFlows = 1
     /// RFC 8599 push parameters for the Contact URI; nil while no push token is known.
     public var push: PushParameters?
     /// Event packages this account keeps subscribed (to its own AOR unless a target is given).

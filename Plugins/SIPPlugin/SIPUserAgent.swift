@@ -107,6 +107,8 @@ public actor SIPUserAgent {
     var boundTarget: SIPTarget?
     var probeFlows: Set<ObjectIdentifier> = []
     var probing = false
+    /// RFC 5626 §4.2: the second flow of an `outbound` account with `flows: 2`.
+    var secondFlow = SecondFlowState()
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -332,6 +334,7 @@ public actor SIPUserAgent {
         inboundSession = nil
         opening = nil
         closeDirectConnections()
+        await dropSecondFlow(reason: "closed")
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))

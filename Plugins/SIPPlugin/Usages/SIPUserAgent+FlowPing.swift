@@ -27,6 +27,8 @@ extension SIPUserAgent {
     public func sendFlowPing(path: NetworkPath) async throws {
         // On a backup registrar, the preferred one is asked beside this ping when its probe is due.
         probePreferredIfDue(path: path)
+        // RFC 5626 §4.2: the second flow (if any) is pinged on its own, beside this one.
+        if account.outboundFlows == 2 { Task { await self.pingSecondFlow(path: path) } }
         let flow = try await flow(for: path)
         let mayBeBound = registration.granted != nil || registration.outcomeUnknown
         if mayBeBound, registration.registeredFlow !== flow {
