@@ -31,7 +31,9 @@ struct TwoFlowsFaultTests {
         return try lab.writeDaemonConfig(name: "netres-two-flows", accounts: accounts, flowPing: 30, extra: extra)
     }
 
-    @Test func withTwoFlowsACallThroughTheBackupReachesTheAccountRightAfterThePrimaryIsKilled() async throws {
+    @Test func withTwoFlowsACallThroughTheBackupReachesTheAccountWhileThePrimaryIsSilentAndRightAfterItIsKilled()
+        async throws
+    {
         try await withNetworkLab { network in
             let lab = try await network.addClientAndRegistrars()
             let output = network.directory + "/netres-two-flows.out"
@@ -53,6 +55,25 @@ struct TwoFlowsFaultTests {
             }
             #expect(!onBackup.contains { $0.addressOfRecord.hasPrefix(Self.oneFlow.0) })
 
+            // 1. The primary silenced (every packet dropped): nothing tells the client over UDP or
+            // TCP, yet calls through the backup are answered, before any new REGISTER.
+            let silencedAt = realtime()
+            try await lab.silencePrimary()
+            for (index, (user, _)) in Self.twoFlows.enumerated() {
+                let caller = try await Self.call(user, through: lab, port: 5070 + index * 2)
+                let code = await caller.exitCode(within: .seconds(20))
+                #expect(code == 0, "\(user) not reached while the primary is silent: \(caller.diagnostics())")
+                let answeredAt = caller.messages().first { !$0.sent && $0.status == 200 }?.at ?? .infinity
+                let registeredAgain = lab.backup.requests().first {
+                    $0.kind == "REGISTER" && $0.user == user && $0.at > silencedAt
+                }
+                #expect(
+                    registeredAgain.map { answeredAt < $0.at } ?? true,
+                    "\(user) registered again before the call was answered")
+            }
+            try await lab.unsilencePrimary()
+
+            // 2. The primary killed.
             let killedAt = realtime()
             await lab.killPrimary()
             for (index, (user, transport)) in Self.twoFlows.enumerated() {
