@@ -63,13 +63,7 @@ struct TwoFlowsFaultTests {
                 let caller = try await Self.call(user, through: lab, port: 5070 + index * 2)
                 let code = await caller.exitCode(within: .seconds(20))
                 #expect(code == 0, "\(user) not reached while the primary is silent: \(caller.diagnostics())")
-                let answeredAt = caller.messages().first { !$0.sent && $0.status == 200 }?.at ?? .infinity
-                let registeredAgain = lab.backup.requests().first {
-                    $0.kind == "REGISTER" && $0.user == user && $0.at > silencedAt
-                }
-                #expect(
-                    registeredAgain.map { answeredAt < $0.at } ?? true,
-                    "\(user) registered again before the call was answered")
+                Self.expectAnsweredBeforeAnyRegister(caller, of: user, at: lab.backup, since: silencedAt)
             }
             try await lab.unsilencePrimary()
 
@@ -86,13 +80,7 @@ struct TwoFlowsFaultTests {
                 // TCP first flow is reset by the kill and registers on the backup within
                 // milliseconds anyway: there the second flow only has to carry the call.)
                 guard transport == "udp" else { continue }
-                let answeredAt = caller.messages().first { !$0.sent && $0.status == 200 }?.at ?? .infinity
-                let registeredAgain = lab.backup.requests().first {
-                    $0.kind == "REGISTER" && $0.user == user && $0.at > killedAt
-                }
-                #expect(
-                    registeredAgain.map { answeredAt < $0.at } ?? true,
-                    "\(user) registered again before the call was answered")
+                Self.expectAnsweredBeforeAnyRegister(caller, of: user, at: lab.backup, since: killedAt)
             }
             // The control: one flow, bound on the dead primary only, is not found at the backup.
             let control = try await Self.call(Self.oneFlow.0, through: lab, port: 5090)
@@ -101,6 +89,19 @@ struct TwoFlowsFaultTests {
                 control.messages().contains { !$0.sent && $0.status == 404 },
                 "the one-flow account was reachable through the backup: \(control.diagnostics())")
         }
+    }
+
+    /// Unreachable time 0: `caller` got its 200 before `user` sent any REGISTER to `registrar`
+    /// after `instant` (the fault).
+    static func expectAnsweredBeforeAnyRegister(
+        _ caller: LabSIPp, of user: String, at registrar: LabRegistrar, since instant: Double
+    ) {
+        let answeredAt = caller.messages().first { !$0.sent && $0.status == 200 }?.at ?? .infinity
+        let registeredAgain = registrar.requests().first {
+            $0.kind == "REGISTER" && $0.user == user && $0.at > instant
+        }
+        #expect(
+            registeredAgain.map { answeredAt < $0.at } ?? true, "\(user) registered again before the call was answered")
     }
 
     /// sipp on the backup's own address (not challenged there) calling `user` through it.
