@@ -115,7 +115,7 @@ extension SIPUserAgent {
     }
 
     /// Runs `body` on this actor, cancelled after `timers.pongTimeout`.
-    private func withinPongTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func withinPongTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let attempt = Task { try await body() }
         let clock = self.clock
         let timeout = timers.pongTimeout

@@ -46,13 +46,12 @@ extension SIPUserAgent {
         guard let target = failover.targets.first(where: { $0 != failover.target }) else {
             return await dropSecondFlow(reason: "no other registrar target")
         }
+        // The binding of an earlier address on the same server is removed with the new one.
+        let previous = secondFlow.target == target ? secondFlow.boundContact : nil
         do {
             let flow = try await secondFlowTransport(to: target, path: path)
             let contact = contactURI(on: flow)
-            var stale: [String] = []
-            if let previous = secondFlow.boundContact, previous != contact, secondFlow.target == target {
-                stale = ["<\(previous)>;expires=0"]
-            }
+            let stale = previous.map { $0 == contact ? [] : ["<\($0)>;expires=0"] } ?? []
             let parameters = ";+sip.instance=\"<\(account.instanceID ?? "")>\";reg-id=\(regID)"
             let response = try await sendSecondRegister(
                 contacts: ["<\(contact)>;expires=\(registration.expires)\(parameters)"] + stale, expires: nil,
@@ -88,13 +87,17 @@ extension SIPUserAgent {
         await registerSecondFlow(path: path)
     }
 
-    /// Removes the second flow's binding (`expires=0`) and closes it; errors are logged only.
+    /// Removes the second flow's binding (`expires=0`) and closes it; errors are logged only. It
+    /// waits at most `timers.pongTimeout`, so a dead second server cannot hold up the account's
+    /// own unregistration (a shutdown).
     func unregisterSecondFlow() async {
         guard let flow = secondFlow.flow, let contact = secondFlow.boundContact else {
             return await dropSecondFlow(reason: "unregistered")
         }
         do {
-            _ = try await sendSecondRegister(contacts: ["<\(contact)>;expires=0"], expires: 0, over: flow)
+            _ = try await withinPongTimeout {
+                try await self.sendSecondRegister(contacts: ["<\(contact)>;expires=0"], expires: 0, over: flow)
+            }
         } catch {
             logger.notice("sip.second-flow-unregister-failed", metadata: ["error": "\(error)"])
         }
