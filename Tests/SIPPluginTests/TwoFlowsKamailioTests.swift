@@ -44,6 +44,19 @@ struct TwoFlowsKamailioTests {
                 // The second flow registers beside the first (not in its way).
                 let second = await eventually(within: .seconds(10)) { await Self.holds(backup, user) }
                 #expect(second, "no binding at the backup")
+                // A refresh of both: each server's nonce is kept for its own flow, so neither
+                // challenges again (one REGISTER each, not a 401 and a second REGISTER).
+                let refreshedAt = realtime()
+                try await agent.register(path: loopbackPath())
+                _ = await eventually(within: .seconds(10)) {
+                    backup.requests().contains { $0.kind == "REGISTERED" && $0.user == user && $0.at > refreshedAt }
+                }
+                for server in [primary, backup] {
+                    let registers = server.requests().filter {
+                        $0.kind == "REGISTER" && $0.user == user && $0.at > refreshedAt
+                    }
+                    #expect(registers.count == 1, "\(registers.count) REGISTERs for one refresh")
+                }
                 let first = try #require(await agent.registrationStatus.contact)
                 let other = try #require(await agent.secondFlowContact)
                 #expect(first != other, "both flows share one Contact")

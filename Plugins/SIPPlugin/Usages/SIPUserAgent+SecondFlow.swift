@@ -24,6 +24,8 @@ struct SecondFlowState {
     var boundContact: String?
     /// A registration or ping of it is under way (the actor is re-entrant): no second one.
     var busy = false
+    /// The second server's last digest challenge (its nonces are not the first server's).
+    var auth: AuthState?
 }
 
 extension SIPUserAgent {
@@ -134,7 +136,7 @@ extension SIPUserAgent {
     {
         let request = registerRequest(
             contacts: contacts, expires: expires, callID: secondFlow.callID, fromTag: secondFlow.fromTag)
-        return try await exchange(request, uri: "sip:\(account.domain)", over: flow) {
+        return try await exchange(request, uri: "sip:\(account.domain)", over: flow, ofSecondFlow: true) {
             secondFlow.cseq += 1
             return secondFlow.cseq
         }
