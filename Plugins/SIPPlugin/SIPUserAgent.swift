@@ -335,6 +335,7 @@ public actor SIPUserAgent {
         opening = nil
         closeDirectConnections()
         await dropSecondFlow(reason: "closed")
+        flows?.bindingWatch.leave(ObjectIdentifier(self))
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))

@@ -70,7 +70,7 @@ struct BindingQueryTurns: Sendable, Hashable {
 /// interval, instead of each waiting for its own turn.
 ///
 /// Invariant: one entry per listening account (its latest registrar), removed when it
-/// unregisters; the alarm runs the other accounts' callbacks outside the lock.
+/// unregisters or its agent closes; the alarm runs the other accounts' callbacks outside the lock.
 final class BindingWatch: Sendable {
     private struct Listener {
         var registrar: String
