@@ -40,14 +40,10 @@ public actor SIPUserAgent {
     /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
-    /// The calls not yet ended, each owning one dialog of `dialogs`.
-    var calls: [CallID: SIPCall] = [:]
-    /// Outgoing calls hung up while ringing out whose INVITE transaction still runs (see
-    /// ``PendingCancel``); an entry leaves when that transaction ends.
-    var cancelling: [CallID: PendingCancel] = [:]
-    /// Tasks waiting for a call to change (see `waitForCall(_:until:_:)`).
-    var callWaiters: [UInt64: (call: CallID, continuation: CheckedContinuation<Void, Never>)] = [:]
-    var nextCallWaiter: UInt64 = 0
+    /// Every call state of this agent (see ``CallTable``): the calls not yet ended, each owning
+    /// one dialog of `dialogs`, the CANCELs and BYEs still owed for ended ones, and the tasks
+    /// waiting for a call to change.
+    var calls = CallTable()
     /// The last flow the server (or the network) ended, not this agent: a call ringing on it
     /// has no new address to be rung again from.
     var lastFlowLostByServer: ObjectIdentifier?
@@ -76,13 +72,9 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
-    /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
-    /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
-    var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
     /// Connections of our own to remote targets, for the in-dialog requests of stream accounts
     /// whose route set is empty (see ``dialogTransport(for:over:)``), oldest first.
     var directConnections: [DirectConnection] = []
-    nonisolated let hasDeferredByes = Mutex(false)
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
@@ -186,7 +178,8 @@ public actor SIPUserAgent {
     /// BYEs of calls hung up meanwhile go out.
     public nonisolated func pathChanged(_ path: NetworkPath) {
         pathChanged(satisfied: path.isSatisfied)
-        guard path.isSatisfied, hasDeferredByes.withLock({ $0 }) else { return }
+        guard path.isSatisfied else { return }
+        // The call table says whether a BYE waits: only the actor may read it.
         Task { await self.sendDeferredByes(path: path) }
     }
 
