@@ -99,6 +99,8 @@ public actor SIPUserAgent {
     var boundTarget: SIPTarget?
     var probeFlows: Set<ObjectIdentifier> = []
     var probing = false
+    /// RFC 5626 §4.2: the second flow of an `outbound` account with `flows: 2`.
+    var secondFlow = SecondFlowState()
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -325,6 +327,8 @@ public actor SIPUserAgent {
         inboundSession = nil
         opening = nil
         closeDirectConnections()
+        await dropSecondFlow(reason: "closed")
+        flows?.bindingWatch.leave(ObjectIdentifier(self))
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
@@ -362,10 +366,11 @@ public actor SIPUserAgent {
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once
     /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
     /// `sending` hears each attempt's request (its Via, CSeq and credentials set) as it goes.
+    /// `ofSecondFlow`: the digest state is the second flow's own (its server has other nonces).
     /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
     func exchange(
-        _ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32,
-        sending: (SIPMessage) -> Void = { _ in }
+        _ template: SIPMessage, uri: String, over flow: SIPTransport, ofSecondFlow: Bool = false,
+        nextCSeq: () -> UInt32, sending: (SIPMessage) -> Void = { _ in }
     ) async throws -> SIPMessage {
         let method = template.method ?? "?"
         // A call's in-dialog request with an empty route set goes to its remote target.
@@ -387,7 +392,7 @@ public actor SIPUserAgent {
             for field in template.headers { request.headers.add(field.name, field.value) }
             request.headers.set("CSeq", "\(nextCSeq()) \(method)")
             request.body = template.body
-            if let credentials = authorizationHeader(method: method, uri: uri) {
+            if let credentials = authorizationHeader(method: method, uri: uri, ofSecondFlow: ofSecondFlow) {
                 request.headers.add(credentials.name, credentials.value)
             }
             sending(request)
@@ -408,18 +413,18 @@ public actor SIPUserAgent {
             guard let status = response.status, status == 401 || status == 407 else { return response }
             let headerName = status == 401 ? "WWW-Authenticate" : "Proxy-Authenticate"
             guard let challenge = DigestChallenge.best(of: response.headers.values(headerName)) else {
-                setDigest(nil, for: method)
+                setDigest(nil, for: method, ofSecondFlow: ofSecondFlow)
                 throw PluginError.permanent("\(method) rejected with \(status) and no usable Digest challenge")
             }
             if challenge.stale {
                 guard !staleRetried else { throw PluginError.permanent("\(method): repeated stale nonce") }
                 staleRetried = true
             } else if freshChallengeSent {
-                setDigest(nil, for: method)
+                setDigest(nil, for: method, ofSecondFlow: ofSecondFlow)
                 logger.error("sip.auth-failed", metadata: ["method": "\(method)", "status": "\(status)"])
                 throw PluginError.permanent("authentication failed for \(account.addressOfRecord) (\(status))")
             }
-            setDigest(AuthState(challenge: challenge, isProxy: status == 407), for: method)
+            setDigest(AuthState(challenge: challenge, isProxy: status == 407), for: method, ofSecondFlow: ofSecondFlow)
             freshChallengeSent = true
         }
         throw PluginError.permanent("\(method): too many authentication rounds")
@@ -428,16 +433,24 @@ public actor SIPUserAgent {
     /// The requests whose challenges come from the call path (see ``callAuth``).
     static let callMethods: Set<String> = ["INVITE", "ACK", "BYE", "CANCEL", "UPDATE", "PRACK", "INFO", "REFER"]
 
-    /// Sets the digest state of `method`'s challenge origin.
-    func setDigest(_ state: AuthState?, for method: String) {
-        if Self.callMethods.contains(method.uppercased()) { callAuth = state } else { auth = state }
+    /// Sets the digest state of `method`'s challenge origin (the second flow's own when asked).
+    func setDigest(_ state: AuthState?, for method: String, ofSecondFlow: Bool = false) {
+        if ofSecondFlow {
+            secondFlow.auth = state
+        } else if Self.callMethods.contains(method.uppercased()) {
+            callAuth = state
+        } else {
+            auth = state
+        }
     }
 
-    func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
+    func authorizationHeader(method: String, uri: String, ofSecondFlow: Bool = false) -> (
+        name: String, value: String
+    )? {
         let isCall = Self.callMethods.contains(method.uppercased())
-        guard var state = isCall ? callAuth : auth else { return nil }
+        guard var state = ofSecondFlow ? secondFlow.auth : isCall ? callAuth : auth else { return nil }
         state.nonceCount += 1
-        setDigest(state, for: method)
+        setDigest(state, for: method, ofSecondFlow: ofSecondFlow)
         let credentials = DigestCredentials(username: account.authUser ?? account.user, password: account.password)
         let value = credentials.authorization(
             for: state.challenge, method: method, uri: uri, nonceCount: state.nonceCount, cnonce: randomToken())

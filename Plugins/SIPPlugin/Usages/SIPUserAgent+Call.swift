@@ -8,11 +8,12 @@ extension SIPUserAgent {
     public var activeCalls: [CallID: CallPhase] { calls.all.mapValues(\.phase) }
 
     /// Places a call to `target` through the account's flow (the registrar is the outbound
-    /// proxy) with `media` giving the offer. Returns once the call is answered and ACKed.
+    /// proxy) with `media` giving the offer (nil: ``defaultMedia()``, the built-in echo on the lent
+    /// clock). Returns once the call is answered and ACKed.
     /// - Throws: `PluginError`: permanent when the far end rejects the call (the call is
     ///   reported ended with the status), retryable when no answer came in time.
     @discardableResult
-    public func placeCall(to target: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath)
+    public func placeCall(to target: String, media: (any MediaSession)? = nil, path: NetworkPath)
         async throws -> CallID
     {
         let flow = try await flow(for: path)
@@ -23,7 +24,7 @@ extension SIPUserAgent {
         }
         calls[id] = SIPCall(
             id: id, isOutgoing: true, peer: target, dialogID: dialog.id,
-            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media,
+            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media ?? defaultMedia(),
             phase: .progressing,
             createdAt: clock.now)
         report(id, trigger: "api")

@@ -118,10 +118,11 @@ extension SIPUserAgent {
         return id
     }
 
-    /// Answers a ringing incoming call with `media` (200 with our SDP answer, resent until ACK).
-    public func answer(_ id: CallID, media: any MediaSession = RTPEchoSession(), path: NetworkPath) async throws {
+    /// Answers a ringing incoming call with `media` (nil: ``defaultMedia()``, the built-in echo on
+    /// the lent clock): 200 with our SDP answer, resent until ACK.
+    public func answer(_ id: CallID, media: (any MediaSession)? = nil, path: NetworkPath) async throws {
         guard calls[id]?.pendingInvite != nil else { throw PluginError.permanent("no incoming call \(id) to answer") }
-        try await answer(id, media: media, over: try await flow(for: path))
+        try await answer(id, media: media ?? defaultMedia(), over: try await flow(for: path))
     }
 
     /// ``answer(_:media:path:)`` over `flow`.
