@@ -63,6 +63,35 @@ struct ChildProcessTests {
         #expect(child.hasExited())
     }
 
+    /// More programs than Swift's concurrency pool has threads (one per core) each mark that
+    /// they run, then wait for a flag that a task on that pool sets once every mark is there.
+    /// Waited for with `runOffThePool` they run on threads of their own and all end at the flag;
+    /// blocked on the pool's threads, the later ones would never start nor the flag be set, and
+    /// each gives up after its 30 s bound with status 1.
+    @Test func programsWaitedForOffThePoolLeaveThePoolsThreadsFree() async throws {
+        let flag = temporaryPath()
+        let waiters = ProcessInfo.processInfo.activeProcessorCount + 2
+        let marks = (0..<waiters).map { "\(flag).\($0)" }
+        defer { for path in marks + [flag] { unlink(path) } }
+        let statuses = try await withThrowingTaskGroup(of: Int32.self) { group in
+            for mark in marks {
+                let script = "touch \(mark); for i in $(seq 600); do [ -e \(flag) ] && exit 0; sleep 0.05; done; exit 1"
+                group.addTask { try await ChildProcess.runOffThePool(["/bin/sh", "-c", script]).exitCode }
+            }
+            group.addTask {
+                for _ in 0..<600 {
+                    if marks.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
+                        return FileManager.default.createFile(atPath: flag, contents: nil) ? 0 : -1
+                    }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                return -1
+            }
+            return try await group.reduce(into: [Int32]()) { $0.append($1) }
+        }
+        #expect(statuses.count == waiters + 1 && statuses.allSatisfy { $0 == 0 }, "\(statuses)")
+    }
+
     @Test func aMissingProgramIsAClearError() {
         #expect(throws: ChildProcess.SpawnFailed.self) {
             try ChildProcess(["/nonexistent/program"], output: "/dev/null")
