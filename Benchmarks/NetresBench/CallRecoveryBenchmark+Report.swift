@@ -129,6 +129,10 @@ extension CallRecoveryBenchmark {
                 "| \(client.name) | \(changes) | \(client.changeToOK.count) | \(cells(client.changeToOK)) | "
                     + "\(cells(client.changeToRTP)) |")
         }
+        let lasted = clients.map {
+            "\($0.name) \($0.lasted ? "yes" : "**no**: its rows measured a call that had ended")"
+        }
+        .joined(separator: "; ")
         print(
             """
             ### Floor: the registrar's REGISTER round trip (µs, sipp in the phone host)
@@ -148,6 +152,8 @@ extension CallRecoveryBenchmark {
             | client | changes | re-INVITEd | to 200 OK p50 | p99 | p50 vs floor | to RTP at the new address p50 | p99 | p50 vs floor |
             |---|---|---|---|---|---|---|---|---|
             \(changeRows.joined(separator: "\n"))
+
+            Calls up for the whole run (no BYE reached their far end): \(lasted).
             """)
     }
 

@@ -40,6 +40,9 @@ struct CallRecoveryBenchmark {
         var changesMissing = 0
         /// 200 OKs to a re-INVITE the client never ACKed (RFC 3261 §13.2.2.4 requires one each).
         var unacknowledged = 0
+        /// Whether the call was still up when the run ended: its far end received no BYE. A
+        /// client whose call ended early measured nothing after that (the report says so).
+        var lasted = true
     }
 
     func run() async throws {
@@ -111,7 +114,10 @@ struct CallRecoveryBenchmark {
                 }
                 log("address change \(change) to \(new)")
             }
-            for index in clients.indices { clients[index].series.countUnacknowledged(far: clients[index].far) }
+            for index in clients.indices {
+                clients[index].series.countUnacknowledged(far: clients[index].far)
+                clients[index].series.lasted = clients[index].far.received("BYE").isEmpty
+            }
             report(floor: floor, clients: clients.map(\.series))
             FileHandle.standardError.write(Data("logs: \(dir) (removed with the lab)\n".utf8))
         }

@@ -163,7 +163,10 @@ extension NetworkLab {
 enum LinphoneConfig {
     /// UDP only on `port`, audio RTP on `port + 2000`, no video, a 1 h no-RTP timeout (netres
     /// sends no media), and one account: user U at `registrar` (`host:port`), password
-    /// `secret-U`, re-registering every 600 s, every request sent to the registrar.
+    /// `secret-U`, re-registering every 600 s, every request sent to the registrar. linphonec's
+    /// own `Supported` tags are left as they are (GRUU on): it then puts the public GRUU the
+    /// registrar hands it in the Contact of its dialogs, so the far end's in-dialog requests
+    /// reach it through the registrar (`route[GRUU]` of its Kamailio configuration).
     static func config(user: String, registrar: String, port: Int) -> String {
         """
         [sip]
@@ -171,7 +174,6 @@ enum LinphoneConfig {
         sip_tcp_port=0
         sip_tls_port=0
         default_proxy=0
-        supported=replaces, outbound
 
         [rtp]
         audio_rtp_port=\(port + 2000)

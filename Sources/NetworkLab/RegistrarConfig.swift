@@ -6,7 +6,8 @@ import Foundation
 /// challenged (407) unless it comes from the registrar's own host in a lab (a far end such as sipp
 /// beside the registrar; on loopback every INVITE is challenged),
 /// record-routed (unless ``RegistrarOptions/recordRoute`` is off) and relayed to the registered contact of its Request-URI's user, or to the URI
-/// itself when it names another host:port; in-dialog requests follow their Route.
+/// itself when it names another host:port; in-dialog requests follow their Route,
+/// or reach the contact bound to the GRUU that is their Request-URI.
 ///
 /// Faults come two ways: switched at run time through the `faults` htable (``RegistrarFault``), and
 /// by user name: `hostile*` gets 503 with `Retry-After: 2^63-1`, `busy*` 503 with `Retry-After: 3`,
@@ -22,6 +23,9 @@ import Foundation
 /// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
 /// service). `# @NAT_…@` comment lines are filled by ``RegistrarConfig/withNAT(_:_:)``, the last
 /// one (a call's reply route, shared by NAT and relay) by ``RegistrarConfig/callReply(_:nat:relay:)``.
+/// `# @GRUU_ROUTE@` is `route[GRUU]` of `RegistrarConfig+GRUU.swift`: an in-dialog request whose
+/// Request-URI is a GRUU (a phone's Contact) reaches the proxy, record-routed or not, and is relayed
+/// to the contact bound to that GRUU.
 enum RegistrarConfig {
     static let template = #"""
         #!KAMAILIO
@@ -153,9 +157,11 @@ enum RegistrarConfig {
             }
             if (has_totag()) {
                 if (loose_route()) {
+                    route(GRUU);
                     t_relay();
                     exit;
                 }
+                route(GRUU);
                 # An ACK to a reply of this proxy's own (the 407 below) ends here.
                 if (is_method("ACK")) {
                     exit;
@@ -269,6 +275,7 @@ enum RegistrarConfig {
             t_release();
         }
         # @NAT_RELAY_REPLY_ROUTE@
+        # @GRUU_ROUTE@
         """#
 }
 
@@ -286,6 +293,7 @@ extension RegistrarConfig {
             .replacingOccurrences(of: "@DIR@", with: directory).replacingOccurrences(of: "@MODULES@", with: modules)
             .replacingOccurrences(of: "@AUTH_ALGORITHM@", with: digestAlgorithm)
             .replacingOccurrences(of: "@UDP_WORKERS@", with: "\(min(max(udpWorkers, 1), 8))")
+            .replacingOccurrences(of: "# @GRUU_ROUTE@", with: gruuRoute)
             .replacingOccurrences(
                 of: "@RECORD_ROUTE@", with: recordRoute ? "record_route();" : "# not record-routed (RegistrarOptions)")
         guard address6 == nil else { return text }

@@ -33,12 +33,13 @@ public struct RegistrarBinding: Hashable, Sendable {
 /// without Contact answered with the bindings), `REPLY<status>` (a
 /// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
 /// played: `FAULT503`, `FAULTDROP200`, `FAULT481`, or `PUSH` (the push proxy asked the push service
-/// to wake `user`; `kind` in ``fields``).
+/// to wake `user`; `kind` in ``fields``), or `GRUU` (an in-dialog request to a GRUU relayed to the
+/// contact bound to it; `method` and `gruu`, the Request-URI, in ``fields``).
 public struct RegistrarRequest: Hashable, Sendable {
     public var kind: String
     /// The From user.
     public var user: String
-    /// `name=value` words of the line (`src`, `proto`, `cseq`, `callid`, `event`, `to`, `expires`, `contact`, `method`).
+    /// `name=value` words of the line (`src`, `proto`, `cseq`, `callid`, `event`, `to`, `expires`, `contact`, `method`, `gruu`).
     public var fields: [String: String]
     /// CLOCK_REALTIME seconds when the registrar saw it (``realtime()`` reads the same clock).
     public var at: Double

@@ -133,6 +133,22 @@ struct CallFaultLab {
         return String(words[2])
     }
 
+    /// Waits (≤ 15 s) until netres lists an incoming call, then answers it with `netres ctl
+    /// answer`: its id (nil, with an issue recorded, when none rang) and ctl's reply. `caller`
+    /// describes the caller for the failure message.
+    func answerIncomingCall(from caller: @autoclosure () -> String) async -> (id: String?, reply: String) {
+        var id: String?
+        _ = await eventually(within: .seconds(15)) {
+            id = try? await calls().first { $0["direction"] as? String == "incoming" }?["id"] as? String
+            return id != nil
+        }
+        guard let ringing = id else {
+            Issue.record("netres lists no incoming call: \(caller()); netres: \(log())")
+            return (nil, "")
+        }
+        return (ringing, (try? await ctl("answer", ringing)) ?? "no reply")
+    }
+
     /// The `state` `ctl calls` reports for call `id` (nil: not listed, i.e. ended).
     func state(of id: String) async throws -> String? {
         try await calls().first { $0["id"] as? String == id }?["state"] as? String

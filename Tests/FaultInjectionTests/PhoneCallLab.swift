@@ -50,16 +50,8 @@ struct PhoneCallLab {
     /// up once carol has sent the ACK of that 200. The call's id, or nil (with an issue recorded).
     func carolCallsAlice() async throws -> String? {
         try await carol.dial(alice)
-        var id: String?
-        _ = await eventually(within: .seconds(15)) {
-            id = try? await calls.calls().first { $0["direction"] as? String == "incoming" }?["id"] as? String
-            return id != nil
-        }
-        guard let ringing = id else {
-            Issue.record("netres lists no incoming call: \(carol.diagnostics()); netres: \(calls.log())")
-            return nil
-        }
-        let reply = (try? await calls.ctl("answer", ringing)) ?? "no reply"
+        let (id, reply) = await calls.answerIncomingCall(from: carol.diagnostics())
+        guard let ringing = id else { return nil }
         let acked = await eventually(within: .seconds(15)) {
             carol.messages().contains { $0.sent && $0.method == "ACK" }
         }
