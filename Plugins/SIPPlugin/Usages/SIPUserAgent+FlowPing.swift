@@ -17,7 +17,8 @@ extension SIPUserAgent {
     ///   re-registration is the recovery.
     ///
     /// Once the binding has gone unconfirmed for three quarters of the account's interval, the
-    /// ping is a binding query instead (`BindingCheck`, `checkBinding(over:)`).
+    /// ping is a binding query instead (`BindingCheck`, `checkBinding(over:)`); its answer names
+    /// the public address too, so a rebinding is noticed on a query as on a keep-alive.
     ///
     /// A ping proves only the flow the registration was bound through: when the flow is another
     /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
@@ -35,7 +36,9 @@ extension SIPUserAgent {
         }
         let checkEvery = account.checksBindings ? account.flowPingInterval : nil
         if registration.bindingCheck.probe(at: clock.now, flowPingInterval: checkEvery) == .queryBindings {
-            return try await checkBinding(over: flow)
+            try await checkBinding(over: flow)
+            _ = try await registerAgainIfMappingChanged(flow: flow, path: path)
+            return
         }
         let answered: Bool
         switch flow.kind {

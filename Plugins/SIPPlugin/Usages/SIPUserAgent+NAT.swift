@@ -52,7 +52,9 @@ extension SIPUserAgent {
     /// through it, so calls reach the new mapping, and re-INVITEs the calls in progress
     /// (``reinviteCallsAfterRebinding(at:path:)``). True when it registered.
     func registerAgainIfMappingChanged(flow: SIPTransport, path: NetworkPath) async throws -> Bool {
-        guard flow.kind == .udp, registration.registeredFlow === flow, let registered = registration.publicAddress,
+        // A binding a query found lost (granted nil) is being registered again by the runtime already.
+        guard flow.kind == .udp, registration.granted != nil, registration.registeredFlow === flow,
+            let registered = registration.publicAddress,
             let seen = flow.sharedSocket?.observedMapping, seen != registered
         else { return false }
         logger.notice(
