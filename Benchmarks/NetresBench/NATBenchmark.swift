@@ -79,75 +79,12 @@ struct NATBenchmark {
         }
     }
 
-    /// sipp (built into the bench: INVITE, 200, ACK, BYE) calls the client through the registrar.
+    /// sipp calls the client through the registrar (``NetworkLab/call(_:through:from:port:mediaPort:within:)``:
+    /// INVITE, 200, ACK, BYE); whether it was answered within 30 s.
     func callReaches(lab: NetworkLab, network: ClientAndRegistrar) async throws -> Bool {
-        let scenario = lab.directory + "/nat-call.xml"
-        try Self.callScenario.write(toFile: scenario, atomically: true, encoding: .utf8)
-        let sipp = try await lab.startSIPp(
-            in: network.server, scenario: scenario, address: network.registrar.address, port: 5080, mediaPort: 16_100,
-            remote: "\(network.registrar.address):\(network.registrar.port)", arguments: ["-s", "nat"],
-            timeout: .seconds(30))
-        return await sipp.exitCode(within: .seconds(40)) == 0
+        let reach = try await lab.call("nat", through: network.registrar, from: network.server, within: .seconds(30))
+        return reach.answered != nil
     }
-
-    static let callScenario = """
-        <?xml version="1.0" encoding="ISO-8859-1" ?>
-        <scenario name="nat-call">
-          <send><![CDATA[
-
-            INVITE sip:[service]@[remote_ip] SIP/2.0
-            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
-            To: <sip:[service]@[remote_ip]>
-            Call-ID: [call_id]
-            CSeq: 1 INVITE
-            Max-Forwards: 70
-            Contact: <sip:caller@[local_ip]:[local_port]>
-            Content-Type: application/sdp
-            Content-Length: [len]
-
-            v=0
-            o=caller 2000 1 IN IP[local_ip_type] [local_ip]
-            s=-
-            c=IN IP[media_ip_type] [media_ip]
-            t=0 0
-            m=audio [media_port] RTP/AVP 0
-            a=rtpmap:0 PCMU/8000
-
-          ]]></send>
-          <recv response="100" optional="true"/>
-          <recv response="180" optional="true"/>
-          <recv response="200" timeout="10000" rrs="true"/>
-          <send><![CDATA[
-
-            ACK [next_url] SIP/2.0
-            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
-            To: <sip:[service]@[remote_ip]>[peer_tag_param]
-            Call-ID: [call_id]
-            CSeq: 1 ACK
-            [routes]
-            Max-Forwards: 70
-            Content-Length: 0
-
-          ]]></send>
-          <pause milliseconds="500"/>
-          <send><![CDATA[
-
-            BYE [next_url] SIP/2.0
-            Via: SIP/2.0/[transport] [local_ip]:[local_port];branch=[branch]
-            From: <sip:caller@[local_ip]:[local_port]>;tag=[pid]nat
-            To: <sip:[service]@[remote_ip]>[peer_tag_param]
-            Call-ID: [call_id]
-            CSeq: 2 BYE
-            [routes]
-            Max-Forwards: 70
-            Content-Length: 0
-
-          ]]></send>
-          <recv response="200" timeout="10000"/>
-        </scenario>
-        """
 
     static func report(
         minutes: Int, cost: IdleCost, pings: Int, registers: Int, queries: Int, reached: Bool, recoveries: LatencyStats,

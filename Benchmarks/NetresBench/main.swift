@@ -8,7 +8,7 @@
 //                                                   `relay`: media through rtpengine
 //   netres-bench runtime                            executor and wake-up figures (RuntimeBenchmarks.swift)
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
-//   netres-bench failover [rounds] [accounts]       primary registrar killed → all bound at the backup (root)
+//   netres-bench failover [rounds] [accounts] [two-flow accounts]  primary registrar killed → all bound at the backup (root)
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding recovery (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
@@ -43,6 +43,7 @@ do {
         var benchmark = FailoverBenchmark()
         benchmark.rounds = max(1, min(words.first.flatMap { Int($0) } ?? 3, 50))
         benchmark.accounts = max(2, min(words.dropFirst().first.flatMap { Int($0) } ?? 100, 1000))
+        benchmark.twoFlowAccounts = max(0, min(words.dropFirst(2).first.flatMap { Int($0) } ?? 10, 100))
         try await benchmark.run()
     case "push":
         let calls = arguments.count > 1 ? Int(arguments[1]) ?? 10 : 10
@@ -82,7 +83,7 @@ do {
             "usage: netres-bench netlink [changes] [idle-seconds]"
                 + " | sip-recovery [flaps] [peer-flaps|none] [floor] [changes=N] [gap=MS] [capture] [log=LEVEL] [transport=udp|tcp|tls] | runtime"
                 + " | scale N[,N…] [idle=S] [rates=R,R…] [ceiling=C] | idle-daemon [seconds] | calls [flaps] [changes] [peer|none] [relay]"
-                + " | failover [rounds] [accounts]"
+                + " | failover [rounds] [accounts] [two-flow accounts]"
                 + " | push [calls] [idle-seconds]"
                 + " | nat [minutes] [rebindings]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"

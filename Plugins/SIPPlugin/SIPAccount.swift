@@ -28,6 +28,10 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     /// RFC 5626 outbound: `+sip.instance` URN (e.g. `urn:uuid:...`) and `reg-id`.
     public var instanceID: String?
     public var regID: Int?
+    /// RFC 5626 §4.2: 2 keeps a second flow, registered with the next `reg-id` on the next
+    /// registrar target in RFC 3263 order (another edge proxy), so the death of one server costs
+    /// no unreachability; 1 (the default) keeps one. Needs ``instanceID`` and ``regID``.
+    public var outboundFlows = 1
     /// RFC 8599 push parameters for the Contact URI; nil while no push token is known.
     public var push: PushParameters?
     /// Event packages this account keeps subscribed (to its own AOR unless a target is given).
@@ -43,8 +47,9 @@ public struct SIPAccount: Hashable, Sendable, CustomStringConvertible {
     public var ringingTimeout: Duration = .seconds(60)
     /// Whether a flow ping asks the registrar for the account's bindings (a REGISTER without
     /// Contact, RFC 3261 §10.2.3) once they have gone unconfirmed for three quarters of the
-    /// flow-ping interval, so a registrar that forgot them is noticed; off, pings only prove the
-    /// flow (a registrar with a persistent location table saves the requests).
+    /// flow-ping interval, in turns with the other accounts bound at the same registrar (one
+    /// query per 3/4 interval there), so a registrar that forgot them is noticed; off, pings only
+    /// prove the flow (a registrar with a persistent location table saves the requests).
     public var checksBindings = true
 
     public init(

@@ -7,18 +7,21 @@ public import ResilienceCore
 ///
 /// Every command names the account; an unknown account is a permanent ``PluginError``.
 extension SIPPlugin {
-    /// Places a call from `account` to `target` with `media` giving the offer; returns once the
-    /// call is answered and ACKed (see ``SIPUserAgent/placeCall(to:media:path:)``).
+    /// Places a call from `account` to `target` with `media` giving the offer (nil: the built-in
+    /// echo, whose keep-alive timer sleeps on the clock the runtime lends the plugin, see
+    /// ``SIPUserAgent/defaultMedia()``); returns once the call is answered and ACKed (see
+    /// ``SIPUserAgent/placeCall(to:media:path:)``).
     @discardableResult
     public func placeCall(
-        account: String, to target: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath
+        account: String, to target: String, media: (any MediaSession)? = nil, path: NetworkPath
     ) async throws -> CallID {
         try await callAgent(account).placeCall(to: target, media: media, path: path)
     }
 
-    /// Answers the ringing incoming call `call` of `account` with `media`.
+    /// Answers the ringing incoming call `call` of `account` with `media` (nil: the built-in echo
+    /// on the plugin's lent clock, as for ``placeCall(account:to:media:path:)``).
     public func answer(
-        _ call: CallID, account: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath
+        _ call: CallID, account: String, media: (any MediaSession)? = nil, path: NetworkPath
     ) async throws {
         try await callAgent(account).answer(call, media: media, path: path)
     }

@@ -40,14 +40,10 @@ public actor SIPUserAgent {
     /// The dialogs of this agent's subscriptions (and calls next): NOTIFYs are matched here.
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
-    /// The calls not yet ended, each owning one dialog of `dialogs`.
-    var calls: [CallID: SIPCall] = [:]
-    /// Outgoing calls hung up while ringing out whose INVITE transaction still runs (see
-    /// ``PendingCancel``); an entry leaves when that transaction ends.
-    var cancelling: [CallID: PendingCancel] = [:]
-    /// Tasks waiting for a call to change (see `waitForCall(_:until:_:)`).
-    var callWaiters: [UInt64: (call: CallID, continuation: CheckedContinuation<Void, Never>)] = [:]
-    var nextCallWaiter: UInt64 = 0
+    /// Every call state of this agent (see ``CallTable``): the calls not yet ended, each owning
+    /// one dialog of `dialogs`, the CANCELs and BYEs still owed for ended ones, and the tasks
+    /// waiting for a call to change.
+    var calls = CallTable()
     /// The last flow the server (or the network) ended, not this agent: a call ringing on it
     /// has no new address to be rung again from.
     var lastFlowLostByServer: ObjectIdentifier?
@@ -76,13 +72,9 @@ public actor SIPUserAgent {
     /// retransmits an unanswered request over UDP; over TCP its transaction times out and the
     /// restore's REGISTER and SUBSCRIBEs bring its state back.
     nonisolated let pathSatisfied = Mutex(true)
-    /// Calls hung up while no flow could be had, with their dialogs: their BYEs go when the path
-    /// returns (``sendDeferredByes(path:)``); `hasDeferredByes` says so without the actor.
-    var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
     /// Connections of our own to remote targets, for the in-dialog requests of stream accounts
     /// whose route set is empty (see ``dialogTransport(for:over:)``), oldest first.
     var directConnections: [DirectConnection] = []
-    nonisolated let hasDeferredByes = Mutex(false)
     /// Told the services of a flow that ended without this agent closing it (see ``flowLost(_:)``).
     nonisolated let onFlowLost: @Sendable ([ServiceID]) -> Void
     /// Paces REGISTERs to this account's registrar together with every other account there.
@@ -107,6 +99,8 @@ public actor SIPUserAgent {
     var boundTarget: SIPTarget?
     var probeFlows: Set<ObjectIdentifier> = []
     var probing = false
+    /// RFC 5626 §4.2: the second flow of an `outbound` account with `flows: 2`.
+    var secondFlow = SecondFlowState()
 
     /// - Parameters:
     ///   - account: the account this agent registers and subscribes.
@@ -184,7 +178,8 @@ public actor SIPUserAgent {
     /// BYEs of calls hung up meanwhile go out.
     public nonisolated func pathChanged(_ path: NetworkPath) {
         pathChanged(satisfied: path.isSatisfied)
-        guard path.isSatisfied, hasDeferredByes.withLock({ $0 }) else { return }
+        guard path.isSatisfied else { return }
+        // The call table says whether a BYE waits: only the actor may read it.
         Task { await self.sendDeferredByes(path: path) }
     }
 
@@ -332,6 +327,8 @@ public actor SIPUserAgent {
         inboundSession = nil
         opening = nil
         closeDirectConnections()
+        await dropSecondFlow(reason: "closed")
+        flows?.bindingWatch.leave(ObjectIdentifier(self))
         if let current = transport {
             transport = nil
             table.flowClosed(ObjectIdentifier(current))
@@ -369,10 +366,11 @@ public actor SIPUserAgent {
     /// Sends a request and answers digest challenges (at most once per fresh challenge, once
     /// more for `stale=true`). Every attempt gets a new branch and the next CSeq.
     /// `sending` hears each attempt's request (its Via, CSeq and credentials set) as it goes.
+    /// `ofSecondFlow`: the digest state is the second flow's own (its server has other nonces).
     /// - Throws: ``PluginError``: permanent for rejected credentials, retryable for timeouts.
     func exchange(
-        _ template: SIPMessage, uri: String, over flow: SIPTransport, nextCSeq: () -> UInt32,
-        sending: (SIPMessage) -> Void = { _ in }
+        _ template: SIPMessage, uri: String, over flow: SIPTransport, ofSecondFlow: Bool = false,
+        nextCSeq: () -> UInt32, sending: (SIPMessage) -> Void = { _ in }
     ) async throws -> SIPMessage {
         let method = template.method ?? "?"
         // A call's in-dialog request with an empty route set goes to its remote target.
@@ -394,7 +392,7 @@ public actor SIPUserAgent {
             for field in template.headers { request.headers.add(field.name, field.value) }
             request.headers.set("CSeq", "\(nextCSeq()) \(method)")
             request.body = template.body
-            if let credentials = authorizationHeader(method: method, uri: uri) {
+            if let credentials = authorizationHeader(method: method, uri: uri, ofSecondFlow: ofSecondFlow) {
                 request.headers.add(credentials.name, credentials.value)
             }
             sending(request)
@@ -415,18 +413,18 @@ public actor SIPUserAgent {
             guard let status = response.status, status == 401 || status == 407 else { return response }
             let headerName = status == 401 ? "WWW-Authenticate" : "Proxy-Authenticate"
             guard let challenge = DigestChallenge.best(of: response.headers.values(headerName)) else {
-                setDigest(nil, for: method)
+                setDigest(nil, for: method, ofSecondFlow: ofSecondFlow)
                 throw PluginError.permanent("\(method) rejected with \(status) and no usable Digest challenge")
             }
             if challenge.stale {
                 guard !staleRetried else { throw PluginError.permanent("\(method): repeated stale nonce") }
                 staleRetried = true
             } else if freshChallengeSent {
-                setDigest(nil, for: method)
+                setDigest(nil, for: method, ofSecondFlow: ofSecondFlow)
                 logger.error("sip.auth-failed", metadata: ["method": "\(method)", "status": "\(status)"])
                 throw PluginError.permanent("authentication failed for \(account.addressOfRecord) (\(status))")
             }
-            setDigest(AuthState(challenge: challenge, isProxy: status == 407), for: method)
+            setDigest(AuthState(challenge: challenge, isProxy: status == 407), for: method, ofSecondFlow: ofSecondFlow)
             freshChallengeSent = true
         }
         throw PluginError.permanent("\(method): too many authentication rounds")
@@ -435,16 +433,24 @@ public actor SIPUserAgent {
     /// The requests whose challenges come from the call path (see ``callAuth``).
     static let callMethods: Set<String> = ["INVITE", "ACK", "BYE", "CANCEL", "UPDATE", "PRACK", "INFO", "REFER"]
 
-    /// Sets the digest state of `method`'s challenge origin.
-    func setDigest(_ state: AuthState?, for method: String) {
-        if Self.callMethods.contains(method.uppercased()) { callAuth = state } else { auth = state }
+    /// Sets the digest state of `method`'s challenge origin (the second flow's own when asked).
+    func setDigest(_ state: AuthState?, for method: String, ofSecondFlow: Bool = false) {
+        if ofSecondFlow {
+            secondFlow.auth = state
+        } else if Self.callMethods.contains(method.uppercased()) {
+            callAuth = state
+        } else {
+            auth = state
+        }
     }
 
-    func authorizationHeader(method: String, uri: String) -> (name: String, value: String)? {
+    func authorizationHeader(method: String, uri: String, ofSecondFlow: Bool = false) -> (
+        name: String, value: String
+    )? {
         let isCall = Self.callMethods.contains(method.uppercased())
-        guard var state = isCall ? callAuth : auth else { return nil }
+        guard var state = ofSecondFlow ? secondFlow.auth : isCall ? callAuth : auth else { return nil }
         state.nonceCount += 1
-        setDigest(state, for: method)
+        setDigest(state, for: method, ofSecondFlow: ofSecondFlow)
         let credentials = DigestCredentials(username: account.authUser ?? account.user, password: account.password)
         let value = credentials.authorization(
             for: state.challenge, method: method, uri: uri, nonceCount: state.nonceCount, cnonce: randomToken())

@@ -11,7 +11,9 @@ import Foundation
 /// - after each REGISTER it saves, the push service is told the binding's token and lifetime
 ///   (`GET /binding?account=USER&expires=SECONDS&prid=TOKEN`): it sends the `refresh` push before
 ///   the binding expires (RFC 8599 §4.1; ``LabPushService``);
-/// - every push request is logged as `NRTEST PUSH user=U kind=K at=…` (``RegistrarRequest``).
+/// - every push request is logged as `NRTEST PUSH user=U kind=K at=…`, and the client's answer
+///   to a MESSAGE the proxy relays (from its store or at once) as `NRTEST DELIVERED user=FROM
+///   to=U status=CODE at=…` (``RegistrarRequest``).
 ///
 /// Invariants: without a push service every placeholder renders empty and the registrar is the
 /// plain one; `http_client_query` blocks the one worker, so the push service answers at once and
@@ -115,6 +117,7 @@ extension RegistrarConfig {
                     sl_send_reply("404", "Not Found");
                     exit;
                 }
+                t_on_reply("PUSH_DELIVERED");
                 t_relay();
                 exit;
             }
@@ -124,6 +127,7 @@ extension RegistrarConfig {
                     sl_send_reply("404", "Not Found");
                     exit;
                 }
+                t_on_reply("PUSH_DELIVERED");
                 t_relay();
                 exit;
             }
@@ -139,6 +143,11 @@ extension RegistrarConfig {
             $var(kind) = "message";
             route(PUSH_SEND);
             exit;
+        }
+
+        # The client's answer to a MESSAGE relayed to it (stored or not): the witness of a delivery.
+        onreply_route[PUSH_DELIVERED] {
+            xlog("L_NOTICE", "NRTEST DELIVERED user=$fU to=$tU status=$rs at=$TV(Sn)\n");
         }
         """#.replacingOccurrences(of: "@SERVICE@", with: service).replacingOccurrences(of: "@PORT@", with: "\(port)")
     }

@@ -33,7 +33,8 @@ public struct RegistrarBinding: Hashable, Sendable {
 /// without Contact answered with the bindings), `REPLY<status>` (a
 /// reply the proxy relayed for a call, e.g. `REPLY200`; `method` names what it answers), or a fault
 /// played: `FAULT503`, `FAULTDROP200`, `FAULT481`, or `PUSH` (the push proxy asked the push service
-/// to wake `user`; `kind` in ``fields``), or `GRUU` (an in-dialog request to a GRUU relayed to the
+/// to wake `user`; `kind` in ``fields``), `DELIVERED` (the client `to` answered `status` to a
+/// MESSAGE the push proxy relayed), or `GRUU` (an in-dialog request to a GRUU relayed to the
 /// contact bound to it; `method` and `gruu`, the Request-URI, in ``fields``).
 public struct RegistrarRequest: Hashable, Sendable {
     public var kind: String

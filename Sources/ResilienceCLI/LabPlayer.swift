@@ -40,7 +40,13 @@ struct LabPlayer {
             made[link.name] = try await lab.connect(client, to: server, as: link.name, metric: link.metric)
         }
         let links = made
-        let registrar = scenario.registrar ? try await lab.startRegistrar(in: server) : nil
+        let registrar =
+            scenario.registrar
+            ? try await lab.startRegistrar(in: server, options: LabClientSide.registrarOptions(push: scenario.push))
+            : nil
+        let side = LabClientSide(
+            client: client, server: server, registrar: registrar, controlSocket: scenario.controlSocket)
+        let pushService = scenario.push ? try await side.startPushService(lab) : nil
         let elsewhere = scenario.steps.contains { $0.kind == .move } ? try await lab.addHost("elsewhere") : nil
         let environment = ProcessInfo.processInfo.environment.merging([
             "NETLAB_REGISTRAR": LabAddress.service4,
@@ -51,13 +57,13 @@ struct LabPlayer {
         let status: Int32
         do {
             status = try await play(
-                scenario.steps, lab: lab, links: links, pid: pid, registrar: registrar, elsewhere: elsewhere)
+                scenario.steps, lab: lab, links: links, pid: pid, side: side, elsewhere: elsewhere)
         } catch {
             // A step the lab could not play: what happened until then is still shown.
-            await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
+            await printTimeline(lab: lab, registrar: registrar, push: pushService, startedAt: startedAt)
             throw error
         }
-        await printTimeline(lab: lab, registrar: registrar, startedAt: startedAt)
+        await printTimeline(lab: lab, registrar: registrar, push: pushService, startedAt: startedAt)
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
         return code
     }
@@ -65,20 +71,20 @@ struct LabPlayer {
     /// Plays the steps while the command runs; the command's raw wait status, or 0 when the
     /// scenario's duration stopped it.
     private func play(
-        _ steps: [LabStep], lab: NetworkLab, links: [String: LabLink], pid: pid_t, registrar: LabRegistrar?,
+        _ steps: [LabStep], lab: NetworkLab, links: [String: LabLink], pid: pid_t, side: LabClientSide,
         elsewhere: LabHost?
     ) async throws -> Int32 {
         let first = links[scenario.links[0].name]!
         return try await withThrowingTaskGroup(of: Int32?.self) { group in
-            for step in steps {
+            for (index, step) in steps.enumerated() {
                 group.addTask {
                     // A step still waiting (or playing) when the command ends is cancelled: that
                     // ends the step, never the report.
                     do {
                         try await Task.sleep(for: step.at)
                         try await play(
-                            step, lab: lab, link: step.link.flatMap { links[$0] } ?? first, links: links,
-                            registrar: registrar, elsewhere: elsewhere)
+                            step, index: index, lab: lab, link: step.link.flatMap { links[$0] } ?? first,
+                            links: links, side: side, elsewhere: elsewhere)
                     } catch  where Task.isCancelled {
                         return nil
                     }
@@ -106,12 +112,14 @@ struct LabPlayer {
     }
 
     private func play(
-        _ step: LabStep, lab: NetworkLab, link: LabLink, links: [String: LabLink], registrar: LabRegistrar?,
+        _ step: LabStep, index: Int, lab: NetworkLab, link: LabLink, links: [String: LabLink], side: LabClientSide,
         elsewhere: LabHost?
     ) async throws {
         switch step.kind {
+        case .appState, .pushToken, .call, .message:
+            try await side.play(step, index: index, lab: lab)
         case .registrarRestart, .registrar503, .registrarDropOK, .registrar481:
-            guard let registrar else {
+            guard let registrar = side.registrar else {
                 throw NetworkLabError(
                     .invalidRequest, "\(step.text): the scenario has no registrar: true", seed: lab.seed)
             }
@@ -123,11 +131,12 @@ struct LabPlayer {
             default: try await registrar.inject(.reject481NextInDialog)
             }
         default:
-            try await lab.inject(fault(step, link: link, links: links, elsewhere: elsewhere))
+            if let fault = fault(step, link: link, links: links, elsewhere: elsewhere) { try await lab.inject(fault) }
         }
     }
 
-    private func fault(_ step: LabStep, link: LabLink, links: [String: LabLink], elsewhere: LabHost?) -> Fault {
+    /// The link fault a step plays; nil for the steps that act on the registrar or the client.
+    private func fault(_ step: LabStep, link: LabLink, links: [String: LabLink], elsewhere: LabHost?) -> Fault? {
         switch step.kind {
         case .adminDown: .adminDown(link, for: step.duration)
         case .carrierLoss: .carrierLoss(link, for: step.duration)
@@ -144,12 +153,16 @@ struct LabPlayer {
         case .rateLimit: .rateLimit(link, bitsPerSecond: step.rate, for: step.duration)
         case .delay: .delay(link, delay: step.period, jitter: step.jitter, for: step.duration)
         case .netlinkOverrun: .netlinkOverrun(link, changes: step.count)
-        case .registrarRestart, .registrar503, .registrarDropOK, .registrar481: .netlinkOverrun(link, changes: 1)
+        case .registrarRestart, .registrar503, .registrarDropOK, .registrar481, .appState, .pushToken, .call, .message:
+            nil
         }
     }
 
-    /// Prints the lab's events and the registrar's requests, merged by time since the lab started.
-    private func printTimeline(lab: NetworkLab, registrar: LabRegistrar?, startedAt: Double) async {
+    /// Prints the lab's events, the registrar's requests and the push service's pushes, merged by
+    /// time since the lab started.
+    private func printTimeline(lab: NetworkLab, registrar: LabRegistrar?, push: LabPushService?, startedAt: Double)
+        async
+    {
         var lines: [(Double, String)] = await lab.events().map { event in
             (
                 Double(event.at.components.seconds) + Double(event.at.components.attoseconds) / 1e18,
@@ -160,6 +173,11 @@ struct LabPlayer {
             let what = request.fields.sorted { $0.key < $1.key }.filter { $0.key != "at" }
                 .map { "\($0.key)=\($0.value.prefix(80))" }.joined(separator: " ")
             lines.append((request.at - startedAt, "registrar: \(request.kind) \(what)"))
+        }
+        let delivered = push?.delivered ?? []
+        for request in push?.requests ?? [] {
+            let fate = request.lost ? "lost (seeded)" : delivered.contains(request) ? "delivered" : "not delivered"
+            lines.append((request.at - startedAt, "push service: \(request.kind) push for \(request.account): \(fate)"))
         }
         print("netres lab: timeline")
         for (at, what) in lines.sorted(by: { $0.0 < $1.0 }) {

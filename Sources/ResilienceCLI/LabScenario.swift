@@ -8,6 +8,8 @@ import Yams
 /// ```yaml
 /// seed: 42                      # optional: replay a run
 /// registrar: true               # Kamailio on 198.19.255.1:5060 (user U, password secret-U)
+/// push: false                   # true: the registrar is an RFC 8599 push proxy, with a push service
+/// control-socket: /run/netres.sock  # the client's `netres ctl` socket (push deliveries, client steps)
 /// links: [wifi, {name: cellular, metric: 200}]
 /// duration: 30s                 # the command is stopped after this
 /// timeline:
@@ -25,11 +27,15 @@ struct LabScenario: Sendable {
 
     var seed: UInt64?
     var registrar = false
+    /// The registrar is also an RFC 8599 push proxy and the lab's push service runs (implies `registrar`).
+    var push = false
+    /// The control socket `netres ctl` reaches the client by (nil: netres's default).
+    var controlSocket: String?
     var links: [Link] = []
     var duration: Duration = .seconds(60)
     var steps: [LabStep] = []
 
-    static let keys = ["seed", "registrar", "links", "duration", "timeline"]
+    static let keys = ["seed", "registrar", "push", "control-socket", "links", "duration", "timeline"]
 
     /// Reads the scenario through the policy reader's bounded, located file read.
     static func load(path: String) throws(PolicyFileError) -> LabScenario {
@@ -62,7 +68,26 @@ struct LabScenario: Sendable {
                     throw reader.fail(
                         .wrongType, at: entry.value, "registrar must be true or false", expected: "true or false")
                 }
-                scenario.registrar = flag
+                scenario.registrar = scenario.registrar || flag
+            case "push":
+                let word = try reader.scalar(entry.value, expected: "true or false")
+                guard let flag = Bool(word) else {
+                    throw reader.fail(
+                        .wrongType, at: entry.value, "push must be true or false", expected: "true or false")
+                }
+                scenario.push = flag
+                scenario.registrar = scenario.registrar || flag
+            case "control-socket":
+                let path = try reader.scalar(entry.value, expected: "an absolute path")
+                guard path.hasPrefix("/"), path.count <= 200,
+                    path.unicodeScalars.allSatisfy({ $0.value >= 32 && $0.value != 127 })
+                else {
+                    throw reader.fail(
+                        .invalidValue, at: entry.value,
+                        "control-socket must be an absolute path of at most 200 characters",
+                        expected: "e.g. /run/netres.sock")
+                }
+                scenario.controlSocket = path
             case "duration":
                 scenario.duration = try reader.duration(entry.value, what: "duration")
                 guard scenario.duration > .zero, scenario.duration <= .seconds(3600) else {

@@ -13,6 +13,7 @@ struct LabStep: Sendable {
         case rateLimit = "rate-limit", delay, netlinkOverrun = "netlink-overrun"
         case registrarRestart = "registrar-restart", registrar503 = "registrar-503"
         case registrarDropOK = "registrar-drop-ok", registrar481 = "registrar-481"
+        case appState = "app-state", pushToken = "push-token", call, message
     }
 
     var at: Duration = .zero
@@ -28,8 +29,10 @@ struct LabStep: Sendable {
     var jitter: Duration = .zero
     var order = AddressChangeOrder.makeBeforeBreak
     var direction = PartitionDirection.both
-    /// A new interface name (rename) or the other link (interface-switch).
+    /// A new interface name (rename), the other link (interface-switch) or the account (client steps).
     var target = ""
+    /// An app state (app-state) or a push token (push-token).
+    var value = ""
     /// The text of the step, for the printed timeline.
     var text: String
 
@@ -122,6 +125,7 @@ struct LabStep: Sendable {
             duration = try words.keyword(
                 "for", then: { (w: inout Words) throws(Problem) in try w.duration("a duration") })
         case .netlinkOverrun: count = try words.integer(in: 1...20_000, "a number of changes, 1-20000")
+        case .appState, .pushToken, .call, .message: try readClientArguments(&words)
         case .registrar503:
             percent = 5  // Retry-After seconds
             if words.peek == "retry-after" {

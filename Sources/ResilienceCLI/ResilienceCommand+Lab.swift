@@ -49,6 +49,11 @@ extension ResilienceCommand {
                 The run ends when the command exits or the scenario's duration is over (the command is then \
                 stopped), whichever comes first; steps not played by then are dropped. Either way the whole \
                 report (the timeline of faults and the registrar's requests, its bindings at the end) is printed.
+                With push: true the registrar is also an RFC 8599 push proxy and the lab's push service delivers \
+                each push by running `netres ctl push ACCOUNT --kind KIND` in the client host (at the scenario's \
+                control-socket). Client steps: app-state STATE, push-token ACCOUNT TOKEN (both run netres ctl \
+                there), call ACCOUNT [for 20s] (sipp calls through the registrar: rung, answered?) and message \
+                ACCOUNT [for 20s] (stored, delivered?); the report shows what came of each.
                 Exit status: the command's (0 when the duration stopped it), 1 for a bad scenario, 2 when the \
                 lab fails.
                 """

@@ -82,8 +82,8 @@ actor CallDesk {
         guard let call = book.calls[id] else { throw DaemonError("no call \"\(id)\"") }
         let allowed: Set<CallPhase> =
             switch control {
-            case .answer: [.incoming]
-            case .hangup: [.outgoing, .incoming, .active, .held, .remotelyHeld]
+            case .answer: [.alerting]
+            case .hangup: [.progressing, .alerting, .active, .held, .remotelyHeld]
             case .hold: [.active, .remotelyHeld]
             case .resume: [.held]
             }
@@ -124,7 +124,7 @@ actor CallDesk {
             media[event.call] = placement.media
             placement.reply.resume(returning: .success(event.call))
         }
-        if event.direction == .incoming, event.phase == .incoming {
+        if event.direction == .incoming, event.phase == .alerting {
             switch accounts[account.name]?.incomingCalls ?? .ring {
             case .ring: break
             case .answer:

@@ -5,7 +5,7 @@ internal import Synchronization
 
 /// Renders one `CallEvent` as a `netres run` log line, beside the manager's lines.
 ///
-/// Human: `TIME call incoming alice.call.ID incoming "sip:bob@example.com" trigger=remote`, then
+/// Human: `TIME call alerting alice.call.ID incoming "sip:bob@example.com" trigger=remote`, then
 /// `reason=...`, `glare-retries=N`, and for a recovery (trigger `network`) or an end by the outage
 /// `downtime=3.1s reinvite-rtt=40ms recovery=3.2s` when they apply. JSON: the manager lines'
 /// stable keys (ts, mono_ns, kind `call`, event = the call's state, service; the others null or
@@ -67,7 +67,7 @@ struct CallEventLine {
     }
 }
 
-/// Call events a peer can provoke (every forged INVITE is one `incoming` and one `ended`),
+/// Call events a peer can provoke (every forged INVITE is one `alerting` and one `ended`),
 /// throttled for the log and the hooks like the wire warnings (``LogThrottle``): per call state,
 /// the first ``limit`` of each ``window`` pass, the rest are held back and counted, and the next
 /// event that passes carries the count. The call desk and the metrics still see every event.

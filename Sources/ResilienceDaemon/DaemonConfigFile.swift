@@ -222,13 +222,19 @@ struct AccountReader {
             case "password-file": account.password = try passwordFile(value)
             case "expires": account.expires = try integer(value, in: Self.expiresRange, what: "expires")
             case "outbound":
-                let fields = try reader.mapping(value, keys: ["instance-id", "reg-id"], what: "outbound")
+                let fields = try reader.mapping(value, keys: ["instance-id", "reg-id", "flows"], what: "outbound")
                 for field in fields {
-                    if field.key == "instance-id" {
+                    switch field.key {
+                    case "instance-id":
                         account.instanceID = try checked(field.value, "instance-id", SIPGrammar.instanceIDProblem)
-                    } else {
-                        account.regID = try integer(field.value, in: 1...65535, what: "reg-id")
+                    case "flows": account.outboundFlows = try integer(field.value, in: 1...2, what: "flows")
+                    default: account.regID = try integer(field.value, in: 1...65535, what: "reg-id")
                     }
+                }
+                if account.outboundFlows == 2, account.instanceID == nil || account.regID == nil {
+                    throw reader.fail(
+                        .contradiction, at: value, "outbound flows: 2 needs instance-id and reg-id",
+                        expected: "outbound: { instance-id: urn:uuid:..., reg-id: 1, flows: 2 }")
                 }
             case "push": push = try pushConfig(value)
             case "subscriptions":

@@ -73,7 +73,7 @@ public final class DaemonMetrics: Sendable {
     ].map(\.label)
 
     /// Every state `netres_call_events` counts.
-    static let callStates: [CallPhase] = [.outgoing, .incoming, .active, .held, .remotelyHeld, .ended]
+    static let callStates = CallPhase.allCases
 
     /// Counts one call event of the SIP plugin (its recoveries and losses it counts itself).
     public func observe(call event: CallEvent) {

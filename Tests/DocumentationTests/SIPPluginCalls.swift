@@ -6,7 +6,7 @@ func placeAndAnswerCalls(plugin: SIPPlugin, myMedia: some MediaSession, path: Ne
     let events = plugin.callEvents(of: "alice")!
     Task {
         for await event in events {
-            if event.phase == .incoming {
+            if event.phase == .alerting {
                 try await plugin.answer(event.call, account: "alice", media: myMedia, path: path)
             }
             print(event.call, event.phase, event.trigger)

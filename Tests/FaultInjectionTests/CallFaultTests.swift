@@ -110,14 +110,14 @@ struct CallFaultTests {
             let f = try await CallFaultLab(lab)
             let far = try await f.farEnd("uas-remote-hold-interruption")
             let id = try await f.placeCall(to: far)
-            #expect(await eventually(within: .seconds(10)) { (try? await f.state(of: id)) == "remotelyHeld" })
+            #expect(await eventually(within: .seconds(10)) { (try? await f.state(of: id)) == "remotely-held" })
             try await f.ctl("interruption", "begin")
             try await Task.sleep(for: .seconds(1))
             try await f.ctl("interruption", "end")
             try await Task.sleep(for: .seconds(2))
             let ours = far.received("INVITE").dropFirst()
             #expect(ours.allSatisfy { !$0.text.contains("a=sendrecv") }, "\(ours.map(\.text))")
-            #expect(try await f.state(of: id) == "remotelyHeld")
+            #expect(try await f.state(of: id) == "remotely-held")
             try await f.ctl("hangup", id)
             #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics())")
         }
@@ -228,7 +228,7 @@ struct CallFaultTests {
             }
             let id = try #require(listed?["id"] as? String, "ctl calls: \(String(describing: listed))")
             #expect(listed?["direction"] as? String == "incoming")
-            #expect(f.log().contains("call incoming "), "the daemon logs the ringing call: \(f.log())")
+            #expect(f.log().contains("call alerting "), "the daemon logs the ringing call: \(f.log())")
             try await f.ctl("answer", id)
             #expect(await caller.exitCode(within: .seconds(20)) == 0, "sipp: \(caller.diagnostics())")
         }

@@ -79,7 +79,7 @@ struct HostileCallFaultTests {
     /// Issue 25: ~6,000 forged INVITEs were answered late or not at all and gave ~9,000 log
     /// lines. Through Kamailio, 80 INVITEs in under a second to an account that rejects calls:
     /// every one gets its final answer (603 when admitted, 500 or 503 from the door), and the
-    /// daemon logs at most the throttle's 30 `call incoming` lines although more calls rang.
+    /// daemon logs at most the throttle's 30 `call alerting` lines although more calls rang.
     @Test func aFloodOfForgedInvitesThroughTheProxyIsAnsweredAndTheLogStaysBounded() async throws {
         try await withNetworkLab { lab in
             let f = try await CallFaultLab(lab, incomingCalls: "reject")
@@ -96,7 +96,7 @@ struct HostileCallFaultTests {
             #expect(refused > 0, "the door refused some: \(finals)")
             #expect(await f.clientIsRunning(), "netres: \(f.log())")
             let log = (try? String(contentsOfFile: f.logPath, encoding: .utf8)) ?? ""
-            let incoming = log.split(separator: "\n").filter { $0.contains(" call incoming ") }.count
+            let incoming = log.split(separator: "\n").filter { $0.contains(" call alerting ") }.count
             #expect(rejected > 30 && incoming <= 30, "\(rejected) calls rang, \(incoming) logged")
             #expect(try await f.boundOnceAtCurrentAddress())
         }

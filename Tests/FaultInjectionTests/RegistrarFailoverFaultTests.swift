@@ -24,19 +24,15 @@ struct RegistrarFailoverFaultTests {
     static let subscribed: Set<String> = ["fu1", "fu2", "ft1", "ft2"]
 
     /// A `netres run` config with every account, registrar `lab.test` with no port (SRV decides).
-    /// `binding-check: off`: with this test's 2 s flow ping every ping would be a binding query (a
-    /// REGISTER each, 50 a second through the registrar pacer), and the REGISTER count below
-    /// measures the moves, not the queries; BindingAmnesiaFaultTests covers the queries.
+    /// Binding checks on (the default): with this test's 2 s flow ping the 100 accounts take
+    /// turns at each registrar (one query per 1.5 s there, not one per ping), so the storm bound
+    /// below holds with them.
     static func writeConfig(_ lab: ClientAndRegistrars) throws -> String {
         try lab.writeDaemonConfig(
             name: "netres-failover", accounts: users.map { ($0, $0.hasPrefix("fu") ? "udp" : "tcp") },
             flowPing: Int(flowPing), flowPingTimeout: flowPingTimeout,
             extra: Dictionary(
-                uniqueKeysWithValues: users.map { user in
-                    let subscriptions =
-                        subscribed.contains(user) ? ", subscriptions: [{ package: message-summary }]" : ""
-                    return (user, "binding-check: off" + subscriptions)
-                }))
+                uniqueKeysWithValues: subscribed.map { ($0, "subscriptions: [{ package: message-summary }]") }))
     }
 
     /// The first `REGISTERED` instant of each user at `registrar` after `instant`.
@@ -107,12 +103,17 @@ struct RegistrarFailoverFaultTests {
         }
     }
 
-    /// The lab's DNS faults: with dnsmasq down, a network change (which drops the cached answers)
-    /// still finds the primary through the last answer (served stale); with a record change
-    /// (the backup now first) the next network change moves the accounts there.
+    /// The lab's DNS faults: a domain with SRV records only (no NAPTR, no A record: RFC 3263 §4.1
+    /// "If no NAPTR records are found, the client constructs SRV queries") is accepted by
+    /// `netres run` and registered through; with dnsmasq down, a network change (which drops the
+    /// cached answers) still finds the primary through the last answer (served stale); with a
+    /// record change (the backup now first) the next network change moves the accounts there.
     @Test func aDNSServerDownKeepsTheLastAnswerAndARecordChangeIsFollowedAfterANetworkChange() async throws {
         try await withNetworkLab { network in
             let lab = try await network.addClientAndRegistrars()
+            var srvOnly = ClientAndRegistrars.records(domain: lab.domain, ttl: 60)
+            srvOnly.naptr = []
+            try await lab.dns.replace(srvOnly)
             let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
             let users = ["du1", "dt1"]
             let config = try lab.writeDaemonConfig(
@@ -122,7 +123,9 @@ struct RegistrarFailoverFaultTests {
             let bound = await eventually(within: .seconds(20)) {
                 Set(lab.primary.requests().filter { $0.kind == "REGISTERED" }.map(\.user)).count == users.count
             }
-            try #require(bound, "not bound at the primary: \(Self.tail(output))")
+            try #require(bound, "not bound at the primary through SRV records only: \(Self.tail(output))")
+            let srvAsked = lab.dns.queries().contains { $0.type == "SRV" && $0.name.hasSuffix("._udp.\(lab.domain)") }
+            #expect(srvAsked, "no SRV question for \(lab.domain): \(lab.dns.queries().suffix(10))")
 
             await lab.dns.stop()
             let downAt = realtime()

@@ -23,12 +23,12 @@ struct CallBookTests {
     @Test func eventsBuildTheListingAndAnEndRemovesTheCall() {
         var book = CallBook()
         let new = [
-            book.apply(event("c1", .outgoing), account: alice), book.apply(event("c1", .active), account: alice),
-            book.apply(event("c2", .incoming, .incoming, peer: "sip:carol@example.test"), account: alice),
+            book.apply(event("c1", .progressing), account: alice), book.apply(event("c1", .active), account: alice),
+            book.apply(event("c2", .alerting, .incoming, peer: "sip:carol@example.test"), account: alice),
         ]
         #expect(new == [true, false, true])
         #expect(book.records.map(\.id.rawValue) == ["c1", "c2"])
-        #expect(book.records.map(\.phase) == [.active, .incoming])
+        #expect(book.records.map(\.phase) == [.active, .alerting])
         #expect(book.call(of: alice.callService(CallID("c2"))) == CallID("c2"))
         book.recordRecovery("reinvite-call succeeded at T", of: alice.callService(CallID("c1")))
         #expect(book.calls[CallID("c1")]?.lastRecovery == "reinvite-call succeeded at T")
@@ -42,26 +42,26 @@ struct CallBookTests {
 
     @Test func theBookIsBoundedAndCountsWhatItTurnedAway() {
         var book = CallBook()
-        for n in 0..<(CallBook.capacity + 5) { book.apply(event("c\(n)", .incoming, .incoming), account: alice) }
+        for n in 0..<(CallBook.capacity + 5) { book.apply(event("c\(n)", .alerting, .incoming), account: alice) }
         #expect(book.records.count == CallBook.capacity)
         #expect(book.overflow == 5)
     }
 
     @Test func theListingEscapesAPeerFromTheWireInTextAndJSON() throws {
         var book = CallBook()
-        book.apply(event("c9", .incoming, .incoming, peer: "sip:evil@x.test\r\nX-Injected: 1"), account: alice)
+        book.apply(event("c9", .alerting, .incoming, peer: "sip:evil@x.test\r\nX-Injected: 1"), account: alice)
         var records = book.records
         records[0].mediaAddress = "127.0.0.1:40000"
         records[0].packetsReceived = 12
         let human = CallsReport.human(records)
         #expect(!human.contains("\r") && !human.contains("\n"))
         #expect(human.contains("call c9: account alice, incoming from sip:evil@x.test"))
-        #expect(human.contains("incoming, media 127.0.0.1:40000, 12 RTP packets received, last recovery: none"))
+        #expect(human.contains("alerting, media 127.0.0.1:40000, 12 RTP packets received, last recovery: none"))
         let json = try #require(
             try JSONSerialization.jsonObject(with: Data(CallsReport.json(records).utf8)) as? [String: Any])
         let call = try #require((json["calls"] as? [[String: Any]])?.first)
         #expect(call["id"] as? String == "c9" && call["account"] as? String == "alice")
-        #expect(call["state"] as? String == "incoming" && call["direction"] as? String == "incoming")
+        #expect(call["state"] as? String == "alerting" && call["direction"] as? String == "incoming")
         #expect(call["media_address"] as? String == "127.0.0.1:40000")
         #expect(call["rtp_packets_received"] as? Int == 12)
         #expect(call["last_recovery"] is NSNull)
@@ -130,16 +130,16 @@ struct CallBookTests {
     @Test func aFloodOfCallEventsIsHeldBackAndTheNextLineSaysHowMany() throws {
         let throttle = CallEventThrottle()
         let start = ContinuousClock.now
-        let verdicts = (0..<100).map { throttle.admit(event("c\($0)", .incoming, .incoming), at: start) }
+        let verdicts = (0..<100).map { throttle.admit(event("c\($0)", .alerting, .incoming), at: start) }
         #expect(verdicts.filter { $0 != .suppress }.count == CallEventThrottle.limit)
         #expect(throttle.admit(event("c0", .ended), at: start) == .log(suppressedBefore: 0), "each state apart")
-        let later = throttle.admit(event("late", .incoming, .incoming), at: start + CallEventThrottle.window)
+        let later = throttle.admit(event("late", .alerting, .incoming), at: start + CallEventThrottle.window)
         #expect(later == .log(suppressedBefore: 100 - CallEventThrottle.limit))
         let human = CallEventLine(clock: WallClock(), json: false)
-            .render(event("late", .incoming, .incoming), account: alice, heldBack: 70)
+            .render(event("late", .alerting, .incoming), account: alice, heldBack: 70)
         #expect(human.hasSuffix("trigger=remote held-back=70"), "\(human)")
         let json = CallEventLine(clock: WallClock(), json: true)
-            .render(event("late", .incoming, .incoming), account: alice, heldBack: 70)
+            .render(event("late", .alerting, .incoming), account: alice, heldBack: 70)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(object["held_back"] as? Int == 70)
     }

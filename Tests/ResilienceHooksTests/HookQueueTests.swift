@@ -49,12 +49,12 @@ import Testing
 
     @Test func aCallEventHasEveryVariableAndEscapesThePeer() {
         let call = HookEnvironment.Call(
-            id: "c1", account: "alice", peer: "sip:x@y.test\r\nX: 1", state: "incoming", direction: "incoming",
+            id: "c1", account: "alice", peer: "sip:x@y.test\r\nX: 1", state: "alerting", direction: "incoming",
             trigger: "remote", reason: "", heldBack: 70)
         let variables = HookEnvironment.variables(ofCall: call, clock: WallClock())
         let transition = HookEnvironment.variables(of: transition(.initial), clock: WallClock())
         #expect(Set(variables.keys) == Set(transition.keys), "both kinds carry every variable")
-        #expect(variables["NETRES_EVENT"] == "call" && variables["NETRES_CALL_STATE"] == "incoming")
+        #expect(variables["NETRES_EVENT"] == "call" && variables["NETRES_CALL_STATE"] == "alerting")
         #expect(variables["NETRES_ACCOUNT"] == "alice" && variables["NETRES_CALL_ID"] == "c1")
         #expect(variables["NETRES_PEER"]?.contains("\r") == false && variables["NETRES_PEER"]?.contains("\n") == false)
         #expect(variables["NETRES_REASON"] == "" && transition["NETRES_CALL_ID"] == "")

@@ -35,8 +35,8 @@ struct CallAcrossServerDeathTests {
                     scenario: "uac-record-routed-proxy-dies",
                     arguments: ["-key", "proxy", proxy(primary), "-s", user, "\(host):\(port)"])
                 defer { sipp.stop() }
-                let rung = await recorder.events(until: { $0.phase == .incoming }, within: 15)
-                let call = try #require(rung.first { $0.phase == .incoming }?.call, "\(sipp.errors.suffix(800))")
+                let rung = await recorder.events(until: { $0.phase == .alerting }, within: 15)
+                let call = try #require(rung.first { $0.phase == .alerting }?.call, "\(sipp.errors.suffix(800))")
                 try await agent.answer(call, path: loopbackPath())
                 await primary.crash()
                 try await agent.register(path: loopbackPath())

@@ -87,7 +87,7 @@ struct CallMachineTests {
     }
 
     @Test func aRingingCallEndsWith480AtTheRingingTimeout() {
-        var call = CallMachine(phase: .incoming, createdAt: clock.now)
+        var call = CallMachine(phase: .alerting, createdAt: clock.now)
         let armed = call.handle(.ringing(timeout: .seconds(60)), at: clock.now)
         #expect(armed == [.arm(.ringing, at: clock.now + .seconds(60))])
         clock.advance(by: .seconds(59))
@@ -106,7 +106,7 @@ struct CallMachineTests {
     }
 
     @Test func anAnsweredCancelledOrRejectedCallStopsRinging() {
-        var answered = CallMachine(phase: .incoming, createdAt: clock.now)
+        var answered = CallMachine(phase: .alerting, createdAt: clock.now)
         _ = answered.handle(.ringing(timeout: .seconds(30)), at: clock.now)
         let step15 = answered.handle(.answer, at: clock.now)
         #expect(step15 == [.disarm(.ringing)])
@@ -114,7 +114,7 @@ struct CallMachineTests {
         let step16 = answered.handle(.timerFired(.ringing), at: clock.now)
         #expect(step16.isEmpty)
 
-        var cancelled = CallMachine(phase: .incoming, createdAt: clock.now)
+        var cancelled = CallMachine(phase: .alerting, createdAt: clock.now)
         _ = cancelled.handle(.ringing(timeout: .seconds(30)), at: clock.now)
         // §9.2: the INVITE's transaction answered the CANCEL 487; the call is over.
         let step17 = cancelled.handle(.cancelled, at: clock.now)
@@ -123,7 +123,7 @@ struct CallMachineTests {
                 .disarm(.ringing), .end(trigger: "remote", reason: "CANCEL", downtime: nil),
             ])
 
-        var rejected = CallMachine(phase: .incoming, createdAt: clock.now)
+        var rejected = CallMachine(phase: .alerting, createdAt: clock.now)
         _ = rejected.handle(.ringing(timeout: .seconds(30)), at: clock.now)
         let step18 = rejected.handle(.reject(status: 200, reason: "Rejected"), at: clock.now)
         #expect(
@@ -134,7 +134,7 @@ struct CallMachineTests {
     }
 
     @Test func theRingingTimeoutIsBounded() {
-        var call = CallMachine(phase: .incoming, createdAt: clock.now)
+        var call = CallMachine(phase: .alerting, createdAt: clock.now)
         let step19 = call.handle(.ringing(timeout: .zero), at: clock.now)
         #expect(step19 == [.arm(.ringing, at: clock.now + .seconds(1))])
         let step20 = call.handle(.ringing(timeout: .seconds(1_000_000)), at: clock.now)
@@ -146,7 +146,7 @@ struct CallMachineTests {
 
     @Test func anEarlyDialogIsReplacedWhenTheFarEndSupportsReplaces() {
         let dialog = Dialog.ID(callID: "c1@198.18.0.1", localTag: "ours")
-        var call = CallMachine(phase: .outgoing, createdAt: clock.now)
+        var call = CallMachine(phase: .progressing, createdAt: clock.now)
         _ = call.handle(.provisional(toTag: "theirs", supportsReplaces: true), at: clock.now)
         // RFC 3891 §3: the UAS compares to-tag with its local tag and from-tag with its remote
         // tag; `early-only` keeps a dialog that was answered meanwhile from being replaced.
@@ -159,7 +159,7 @@ struct CallMachineTests {
 
     @Test func aRefusedReplacementFallsBackToCancelAndANewInviteForGood() {
         let dialog = Dialog.ID(callID: "c1", localTag: "ours")
-        var call = CallMachine(phase: .outgoing, createdAt: clock.now)
+        var call = CallMachine(phase: .progressing, createdAt: clock.now)
         _ = call.handle(.provisional(toTag: "theirs", supportsReplaces: true), at: clock.now)
         _ = call.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
         // RFC 3891 §3: a UAS answers 481 for an early dialog it did not initiate; the Replaces
@@ -174,11 +174,11 @@ struct CallMachineTests {
 
     @Test func withoutReplacesOrAnEarlyDialogTheCallIsCancelledAndRungAgain() {
         let dialog = Dialog.ID(callID: "c1", localTag: "ours")
-        var silent = CallMachine(phase: .outgoing, createdAt: clock.now)
+        var silent = CallMachine(phase: .progressing, createdAt: clock.now)
         _ = silent.handle(.provisional(toTag: "theirs", supportsReplaces: false), at: clock.now)
         let step24 = silent.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
         #expect(step24 == [.ringAgain(replaces: nil)])
-        var tagless = CallMachine(phase: .outgoing, createdAt: clock.now)
+        var tagless = CallMachine(phase: .progressing, createdAt: clock.now)
         _ = tagless.handle(.provisional(toTag: nil, supportsReplaces: true), at: clock.now)
         let step25 = tagless.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
         #expect(step25 == [.ringAgain(replaces: nil)])

@@ -35,8 +35,8 @@ struct ContactCallFixture {
         return mode + extra + ["-s", account.user, "\(host):\(port)"]
     }
 
-    /// The call that rang (reported `incoming`) within `seconds`; nil when none did.
+    /// The call that rang (reported `alerting`) within `seconds`; nil when none did.
     func rung(within seconds: Double = 15) async -> CallID? {
-        await recorder.events(until: { $0.phase == .incoming }, within: seconds).first { $0.phase == .incoming }?.call
+        await recorder.events(until: { $0.phase == .alerting }, within: seconds).first { $0.phase == .alerting }?.call
     }
 }

@@ -26,7 +26,7 @@ struct ContactCallTests {
                 await f.rung(), "the INVITE sent to the Contact rang: \(sipp.messages.suffix(1500))")
             try await agent.answer(call, path: loopbackPath())
             let events = await recorder.events(until: { $0.phase == .ended }, within: 15)
-            #expect(events.map(\.phase) == [.incoming, .active, .ended])
+            #expect(events.map(\.phase) == [.alerting, .active, .ended])
             #expect(events.last?.reason == "BYE")
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp got 200 to its BYE: \(sipp.errors.suffix(800))")
             #expect(await agent.activeCalls.isEmpty)

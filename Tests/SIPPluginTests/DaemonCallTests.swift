@@ -148,11 +148,11 @@ extension DaemonKamailioTests {
             let states = log.compactMap { line in
                 (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["event"] as? String
             }
-            #expect(states == ["outgoing", "active", "held", "active", "ended"], "\(log)")
+            #expect(states == ["progressing", "active", "held", "active", "ended"], "\(log)")
             #expect(
                 await eventually(within: .seconds(10)) { running.recorded().count == 5 }, "\(running.recorded())")
             #expect(
-                running.recorded().first == "outgoing outgoing \(running.user) \(id) sip:far@127.0.0.1:\(sipp.port)")
+                running.recorded().first == "progressing outgoing \(running.user) \(id) sip:far@127.0.0.1:\(sipp.port)")
         }
     }
 
@@ -166,7 +166,7 @@ extension DaemonKamailioTests {
             defer { sipp.stop() }
             #expect(
                 try await eventually(within: .seconds(10)) {
-                    try await calls(running).first?["state"] as? String == "incoming"
+                    try await calls(running).first?["state"] as? String == "alerting"
                 },
                 "the call rings: sipp \(sipp.errors.suffix(600))")
             let ringing = try #require(try await calls(running).first)
@@ -176,15 +176,15 @@ extension DaemonKamailioTests {
             #expect(ringing["media_address"] is NSNull, "no media before the answer")
             #expect(sipp.messages.contains("SIP/2.0 180 Ringing"), "sipp got the 180 before any answer")
             let logged = await running.lines.all.contains {
-                $0.contains(#""kind":"call""#) && $0.contains(#""event":"incoming""#) && $0.contains(id)
+                $0.contains(#""kind":"call""#) && $0.contains(#""event":"alerting""#) && $0.contains(id)
             }
             #expect(logged, "the incoming call is one log line")
             #expect(
                 await eventually(within: .seconds(10)) {
-                    running.recorded().contains { $0.hasPrefix("incoming incoming ") }
+                    running.recorded().contains { $0.hasPrefix("alerting incoming ") }
                 },
                 "the hook ran for the incoming call: \(running.recorded())")
-            #expect(try await send("hold \(id)", running).hasPrefix("error: call \(id) is incoming"))
+            #expect(try await send("hold \(id)", running).hasPrefix("error: call \(id) is alerting"))
 
             #expect(try await send(#"{"command":"answer","id":"\#(id)"}"#, running) == "ok answer \(id) active\n")
             #expect(
@@ -222,7 +222,7 @@ extension DaemonKamailioTests {
             #expect(await eventually(within: .seconds(10)) { running.recorded().count == 3 }, "\(states)")
             #expect(
                 running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
-                    == ["incoming", "active", "ended"])
+                    == ["alerting", "active", "ended"])
         }
     }
 

@@ -101,7 +101,7 @@ struct IncomingReplacesSIPpTests {
             let events = await recorder.events(until: { $0.phase == .ended && $0.call != old }, within: 10)
             #expect(events.first { $0.call == old && $0.phase == .ended }?.reason == "replaced")
             let new = events.filter { $0.call != old }.map(\.phase)
-            #expect(new == [.incoming, .active, .ended], "\(events)")
+            #expect(new == [.alerting, .active, .ended], "\(events)")
             #expect(await agent.activeCalls.isEmpty)
             await agent.close()
         }

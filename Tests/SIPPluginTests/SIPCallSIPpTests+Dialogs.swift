@@ -17,14 +17,14 @@ extension SIPCallSIPpTests {
             let agent = agent(for: sipp, user: uniqueUser("callee"))
             let recorder = Recorder(agent)
             try await agent.register(path: loopbackPath())
-            let rung = await recorder.events(until: { $0.phase == .incoming }).first { $0.phase == .incoming }
+            let rung = await recorder.events(until: { $0.phase == .alerting }).first { $0.phase == .alerting }
             let call = try #require(rung?.call)
             try await agent.answer(call, path: loopbackPath())
             #expect(await eventually(within: .seconds(10)) { await agent.calls[call]?.awaitingAck == nil })
             try await agent.hangUp(call, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
-            #expect(events.map(\.phase) == [.incoming, .active, .ended])
+            #expect(events.map(\.phase) == [.alerting, .active, .ended])
             await agent.close()
         }
     }
@@ -42,7 +42,7 @@ extension SIPCallSIPpTests {
             try await agent.register(path: loopbackPath())
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
-            #expect(events.map(\.phase) == [.incoming, .ended])
+            #expect(events.map(\.phase) == [.alerting, .ended])
             #expect(events.last?.reason == "480" && events.last?.trigger == "timeout")
             #expect(await agent.activeCalls.isEmpty)
             await agent.close()
@@ -87,7 +87,7 @@ extension SIPCallSIPpTests {
             try await plugin.resume(call, account: user, path: loopbackPath())
             try await plugin.hangUp(call, account: user, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
-            #expect(await phases.value == [.outgoing, .active, .held, .active])
+            #expect(await phases.value == [.progressing, .active, .held, .active])
             #expect(await plugin.calls(of: user).isEmpty)
             await #expect(throws: PluginError.permanent("sip: no account \"nobody\"")) {
                 try await plugin.hangUp(call, account: "nobody", path: loopbackPath())

@@ -13,7 +13,7 @@ extension SIPCallSIPpTests {
             let agent = agent(for: sipp, user: uniqueUser("caller"))
             let recorder = Recorder(agent)
             let placing = Task { try await agent.placeCall(to: "sip:far@127.0.0.1:\(sipp.port)", path: loopbackPath()) }
-            let outgoing = await recorder.events(until: { $0.phase == .outgoing }).first
+            let outgoing = await recorder.events(until: { $0.phase == .progressing }).first
             let call = try #require(outgoing?.call)
             // sipp has the INVITE but stays silent for a second: no provisional yet.
             #expect(await eventually(within: .seconds(10)) { sipp.received("INVITE") >= 1 })
@@ -32,7 +32,7 @@ extension SIPCallSIPpTests {
             let (agent, recorder) = try await hangUpWhileRinging(sipp)
             #expect(sipp.received("ACK") == 1)
             #expect(sipp.received("BYE") == 1)
-            #expect(recorder.events.map(\.phase) == [.outgoing, .outgoing, .ended])
+            #expect(recorder.events.map(\.phase) == [.progressing, .progressing, .ended])
             #expect(await agent.activeCalls.isEmpty)
             await agent.close()
         }

@@ -68,7 +68,7 @@ struct SIPCallSIPpTests {
             try await agent.hangUp(call, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             let phases = await recorder.events(until: { $0.phase == .ended }).map(\.phase)
-            #expect(phases == [.outgoing, .active, .held, .active, .ended])
+            #expect(phases == [.progressing, .active, .held, .active, .ended])
             #expect(await agent.activeCalls.isEmpty)
             await agent.close()
         }
@@ -136,12 +136,12 @@ struct SIPCallSIPpTests {
             let agent = agent(for: sipp, user: uniqueUser("callee"))
             let recorder = Recorder(agent)
             try await agent.register(path: loopbackPath())
-            let rung = await recorder.events(until: { $0.phase == .incoming }).first { $0.phase == .incoming }
+            let rung = await recorder.events(until: { $0.phase == .alerting }).first { $0.phase == .alerting }
             let call = try #require(rung?.call)
             try await agent.answer(call, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
-            #expect(events.map(\.phase) == [.incoming, .active, .ended])
+            #expect(events.map(\.phase) == [.alerting, .active, .ended])
             #expect(events.last?.reason == "BYE")
             // The broken INVITEs left no call behind and did not touch the registration.
             #expect(await agent.activeCalls.isEmpty)
@@ -167,7 +167,7 @@ struct SIPCallSIPpTests {
     @Test func hangingUpWhileRingingCancelsTheInvite() async throws {
         try await withSIPp("uas-cancel") { sipp in
             let (agent, recorder) = try await hangUpWhileRinging(sipp)
-            #expect(recorder.events.map(\.phase) == [.outgoing, .outgoing, .ended])
+            #expect(recorder.events.map(\.phase) == [.progressing, .progressing, .ended])
             #expect(recorder.events.last?.reason == "CANCEL")
             #expect(sipp.received("CANCEL") == 1)
             await agent.close()
@@ -184,7 +184,7 @@ struct SIPCallSIPpTests {
             try await agent.hold(call, path: loopbackPath())  // must offer inactive: sipp checks
             // The far end's UPDATE (sendrecv) does not resume a call this end holds.
             let phases = await recorder.events(until: { _ in recorder.events.count >= 5 }).map(\.phase)
-            #expect(phases == [.outgoing, .active, .remotelyHeld, .held, .held])
+            #expect(phases == [.progressing, .active, .remotelyHeld, .held, .held])
             try await agent.hangUp(call, path: loopbackPath())
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             await agent.close()
@@ -219,12 +219,12 @@ struct SIPCallSIPpTests {
             let agent = agent(for: sipp, user: uniqueUser("callee"))
             let recorder = Recorder(agent)
             try await agent.register(path: loopbackPath())
-            let rung = await recorder.events(until: { $0.phase == .incoming }).first { $0.phase == .incoming }
+            let rung = await recorder.events(until: { $0.phase == .alerting }).first { $0.phase == .alerting }
             let call = try #require(rung?.call)
             try await agent.reject(call)  // 486 Busy Here
             #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
-            #expect(events.map(\.phase) == [.incoming, .ended])
+            #expect(events.map(\.phase) == [.alerting, .ended])
             #expect(events.last?.reason == "486" && events.last?.trigger == "api")
             #expect(await agent.activeCalls.isEmpty)
             await agent.close()

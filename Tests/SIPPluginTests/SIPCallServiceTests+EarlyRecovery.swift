@@ -30,7 +30,8 @@ extension SIPCallServiceTests {
             #expect(await agent.activeCalls[call] == .active)
             #expect(await media.localAddress == "127.0.0.2")
             let events = recorder.events
-            #expect(events.contains { $0.trigger == "network" && $0.phase == .outgoing && $0.reason == "recovering" })
+            #expect(
+                events.contains { $0.trigger == "network" && $0.phase == .progressing && $0.reason == "recovering" })
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
             #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("CANCEL") == 1)

@@ -1,3 +1,4 @@
+import ResilienceCore
 import Testing
 
 @testable import SIPPlugin
@@ -44,5 +45,16 @@ struct SIPCallTests {
         var state = try call(remoteOffer: remote)
         for reason in reasons { _ = state.machine.handle(.hold(reason), at: .now) }
         #expect(state.confirmedPhase == phase)
+    }
+
+    /// One word set: a call's phase is printed (`ctl calls`, hooks, logs, metrics) in the words a
+    /// policy file keys on; only `ended` is the plugin's own.
+    @Test func everyPhaseButEndedIsThePolicysCallStateOfTheSameWord() {
+        for phase in CallPhase.allCases where phase != .ended {
+            #expect(phase.serviceState?.rawValue == phase.rawValue, "\(phase)")
+        }
+        #expect(CallPhase.ended.serviceState == nil)
+        #expect(Set(CallPhase.allCases.compactMap(\.serviceState)) == Set(CallState.allCases))
+        #expect(CallPhase.remotelyHeld.rawValue == "remotely-held" && CallPhase.alerting.rawValue == "alerting")
     }
 }

@@ -30,6 +30,9 @@ final class DatagramFlowHub: Sendable {
     }
     private let state = Mutex(State())
     let log: ThrottledLog
+    /// What the plugin's accounts (UDP and stream alike) share about their registrars' memory:
+    /// the binding queries' turns and the alarm when one registrar forgot (``BindingWatch``).
+    let bindingWatch = BindingWatch()
 
     /// - Parameter log: malformed datagrams on the shared sockets are logged here, rate-limited.
     init(log: ThrottledLog) { self.log = log }

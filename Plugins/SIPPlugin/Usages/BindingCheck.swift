@@ -15,9 +15,12 @@
 /// - A binding unconfirmed for three quarters of the account's flow-ping interval (or longer) is
 ///   queried at the next ping due; a 2xx to a REGISTER, or to a query that lists the binding,
 ///   confirms it. Pings come at 80–100 % of their interval (RFC 5626 §4.4.1 jitter), so with the
-///   account's own interval every ping is a query and a lost binding is seen within one
-///   flow-ping interval; pings at a shorter interval (a registrar's `Flow-Timer`) query only
-///   every few pings. Without an interval (`flow-ping: off`) nothing is queried.
+///   account's own interval every ping may be a query; pings at a shorter interval (a
+///   registrar's `Flow-Timer`) query only every few pings. Without an interval (`flow-ping: off`)
+///   nothing is queried. The accounts bound at one registrar then take turns
+///   (``BindingQueryTurns``): a registrar forgets them all at once, so one query per 3/4 interval
+///   there, and an alarm to the others when it finds a binding lost, notice it within one
+///   flow-ping interval without a query per account and ping.
 /// - A 2xx that does not list the current Contact is ``Verdict/lost`` and forgets the
 ///   confirmation, so nothing more is queried until a REGISTER binds the account again.
 struct BindingCheck: Sendable, Hashable {

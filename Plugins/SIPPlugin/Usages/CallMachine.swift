@@ -1,82 +1,3 @@
-/// The timers a call arms on the agent's lent clock.
-enum CallTimer: Hashable, Sendable {
-    /// An incoming call rings at most this long (RFC 3261 §13.3.1.1: the UAS ends it 480).
-    case ringing
-    /// Our offer got 491: the wait before it is sent again (§14.1).
-    case glareRetry
-}
-
-/// What the agent does for a call; the value decides, the agent carries it out.
-enum CallAction: Hashable, Sendable {
-    /// Start (or restart) a timer that fires at the instant given.
-    case arm(CallTimer, at: ContinuousClock.Instant)
-    /// Stop a timer; a timer already firing is ignored by the value.
-    case disarm(CallTimer)
-    /// Answer the ringing INVITE with this final status.
-    case respondToInvite(status: Int, reason: String)
-    /// The far end's offer may be answered now (the offer slot is theirs until answered).
-    case answerOffer
-    /// Refuse the far end's offer: 491, or 500 with `Retry-After` (seconds).
-    case refuseOffer(status: Int, reason: String, retryAfter: Int?)
-    /// Our offer may go now (the slot is ours).
-    case sendOffer
-    /// Our offer must wait until the slot is free (the far end's offer is being answered).
-    case waitForOfferSlot
-    /// The call is over: report it with this trigger and reason.
-    case end(trigger: String, reason: String, downtime: Duration?)
-    /// A path loss the call survived: recover it (re-INVITE or UPDATE), reporting the downtime.
-    case recover(downtime: Duration?)
-    /// Send an offer that holds the call (`hold`) or resumes it (re-INVITE `sendonly`/`sendrecv`).
-    case offer(hold: Bool)
-    /// Ring the far end again from the new flow: a new INVITE, with this `Replaces` value when
-    /// the far end supports RFC 3891, else after a CANCEL of the abandoned INVITE.
-    case ringAgain(replaces: String?)
-}
-
-/// What happens to a call, fed to ``CallMachine/handle(_:at:)``.
-enum CallInput: Hashable, Sendable {
-    /// The far end's INVITE rings here (180 sent); `timeout` is the account's ringing timeout.
-    case ringing(timeout: Duration)
-    /// The app answers the ringing call (the 200 goes with our answer).
-    case answer
-    /// The app rejects (or hangs up) the ringing call with this status and reason phrase.
-    case reject(status: Int, reason: String)
-    /// The far end CANCELled its ringing INVITE (the transaction layer answered it 487).
-    case cancelled
-    /// A timer of this call fired.
-    case timerFired(CallTimer)
-    /// The far end's re-INVITE or UPDATE carries an offer. `ourOfferRefused`: our own pending
-    /// offer's final non-2xx (a 491) has already arrived, before the call heard of it (the
-    /// transaction layer notes it as it arrives, the far end's request may overtake it here).
-    case remoteOffer(method: String, ourOfferRefused: Bool = false)
-    /// Our answer to the far end's offer went (2xx) or it was refused: the slot is free.
-    case remoteOfferSettled
-    /// The app or the policy wants to send an offer (re-INVITE or UPDATE).
-    case localOffer(method: String)
-    /// Our offer's final status; `glareWait` is the random wait a 491 starts (§14.1).
-    case localOfferFinal(status: Int, glareWait: Duration)
-    /// Our offer settled, failed or was given up (during its glare wait included).
-    case localOfferWithdrawn
-    /// A provisional response to our INVITE: its To tag (an early dialog) and whether the far end
-    /// lists `replaces` in `Supported` or `Allow` (RFC 3891 §4).
-    case provisional(toTag: String?, supportsReplaces: Bool)
-    /// Our ringing INVITE's flow went: ring again from the new one. `dialog` is its identity.
-    case earlyFlowLost(dialog: Dialog.ID)
-    /// The far end refused our `Replaces` INVITE (481, 420, 486): ring again without it.
-    case replacesRefused
-    /// The path came back after `loss`; `budget` is the policy's `call-survival-budget`.
-    case pathReturned(loss: Range<ContinuousClock.Instant>?, budget: Duration)
-    /// This end holds the call for `reason` (user, interruption).
-    case hold(HoldReason)
-    /// This end withdraws `reason` for holding the call.
-    case resume(HoldReason)
-    /// The offer a `hold` or `resume` asked for failed: the reason is taken back (RFC 6141: the
-    /// old session stays).
-    case holdOfferFailed(HoldReason, holding: Bool)
-    /// The `Allow` of the far end's INVITE or 2xx (empty: it said nothing, nothing changes).
-    case peerAllows([String])
-}
-
 /// One call's pure state: its phase, why this end holds it, the offer/answer slot with glare
 /// (RFC 3261 §14, RFC 3311 §5), the far end's capabilities (UPDATE, Replaces), the ringing
 /// timeout of an incoming call, the survival budget's bookkeeping and the early-recovery
@@ -90,6 +11,9 @@ enum CallInput: Hashable, Sendable {
 /// - A ringing incoming call ends at the latest `ringingTimeout` after it began ringing, with 480
 ///   (or earlier with the app's status, or by the far end's CANCEL, which got 487).
 /// - A path loss is judged once per call (``CallSurvival``); a zero budget never ends a call.
+/// - Our 2xx to an INVITE is resent until the ACK with its CSeq number arrives, and the call
+///   ends (`"no ACK"`) at 64×T1 without one (§13.3.1.4; ``AckWait``); a newer 2xx replaces the
+///   wait of an older one.
 struct CallMachine: Hashable, Sendable {
     /// Who holds the offer/answer slot of the call's dialog.
     enum OfferSlot: Hashable, Sendable {
@@ -123,6 +47,8 @@ struct CallMachine: Hashable, Sendable {
     /// has not refused a replacement since (a refusal is for the call's life).
     private(set) var peerSupportsReplaces = false
     private var replacesWasRefused = false
+    /// Our 2xx to an INVITE waiting for its ACK (nil: none waits).
+    var ackWait: AckWait?
 
     init(phase: CallPhase, createdAt: ContinuousClock.Instant) {
         self.phase = phase
@@ -164,7 +90,7 @@ struct CallMachine: Hashable, Sendable {
         case .timerFired(.ringing):
             // §13.3.1.1: a UAS that cannot answer "within a reasonable time" ends the INVITE;
             // 480 Temporarily Unavailable says the callee was not reachable now.
-            guard phase == .incoming, let until = ringingUntil, now >= until else { return [] }
+            guard phase == .alerting, let until = ringingUntil, now >= until else { return [] }
             ringingUntil = nil
             phase = .ended
             return [
@@ -210,7 +136,7 @@ struct CallMachine: Hashable, Sendable {
             replacesWasRefused = true
             peerSupportsReplaces = false
             earlyRemoteTag = nil
-            return phase == .outgoing ? [.ringAgain(replaces: nil)] : []
+            return phase == .progressing ? [.ringAgain(replaces: nil)] : []
         case .pathReturned(let loss, let budget): return pathReturned(loss: loss, budget: budget)
         case .hold(let reason):
             // A call already held for another reason only records this one.
@@ -223,6 +149,8 @@ struct CallMachine: Hashable, Sendable {
         case .holdOfferFailed(let reason, let holding):
             if holding { holdReasons.remove(reason) } else { holdReasons.insert(reason) }
             return []
+        case .answerSent, .ackArrived, .timerFired(.answerResend), .timerFired(.ackWait):
+            return handleAckWait(input, at: now)
         case .peerAllows(let methods):
             guard !methods.isEmpty else { return [] }
             peerAllowsUpdate = methods.contains { $0.trimmingSIPWhitespace().uppercased() == "UPDATE" }
@@ -264,7 +192,7 @@ struct CallMachine: Hashable, Sendable {
     /// gave its tag in a provisional (`early-only`: never a confirmed dialog); otherwise the old
     /// INVITE is CANCELled and a new one rings (the callee sees a second call).
     private mutating func earlyFlowLost(_ dialog: Dialog.ID) -> [CallAction] {
-        guard phase == .outgoing else { return [] }
+        guard phase == .progressing else { return [] }
         defer { earlyRemoteTag = nil }  // the next INVITE's early dialog is another one
         guard peerSupportsReplaces, let remote = earlyRemoteTag else { return [.ringAgain(replaces: nil)] }
         // The UAS matches to-tag with its own (local) tag and from-tag with ours (§3).

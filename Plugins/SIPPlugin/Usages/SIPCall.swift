@@ -7,18 +7,23 @@ public struct CallID: Hashable, Sendable, CustomStringConvertible {
     public var description: String { rawValue }
 }
 
-/// Where a call stands, as an app shows it.
-public enum CallPhase: String, Hashable, Sendable {
-    /// Our INVITE is out, no answer yet (ringing included).
-    case outgoing
+/// Where a call stands, as an app shows it: the policy's words (`ResilienceCore.CallState`) plus
+/// `ended`, which the rules never see (an ended call is no service).
+///
+/// Invariant: every case but ``ended`` has the raw value of the `ResilienceCore.CallState` it
+/// maps to (``serviceState``), so `netres ctl calls`, hooks, logs and metrics print the words a
+/// policy file uses.
+public enum CallPhase: String, Hashable, Sendable, CaseIterable {
+    /// Our INVITE is out, no final answer yet (ringing included).
+    case progressing
     /// The far end's INVITE is ringing here, waiting for ``SIPUserAgent/answer(_:media:path:)``.
-    case incoming
+    case alerting
     /// Confirmed, media both ways.
     case active
     /// Confirmed, held by this end (user, app or interruption).
     case held
     /// Confirmed, held by the far end (its offer was `sendonly` or `inactive`).
-    case remotelyHeld
+    case remotelyHeld = "remotely-held"
     /// Over: BYE, CANCEL, rejection, or lost (481/408 to a re-INVITE).
     case ended
 }
@@ -83,7 +88,8 @@ public struct CallEvent: Hashable, Sendable {
 /// Invariants: `dialogID` names an entry of the agent's dialog table while the call is not
 /// ended; the machine's offer slot holds at most one offer (ours or theirs) at a time (RFC 3261
 /// §14.1); the machine's hold reasons are empty exactly when this end does not hold the call; `timers` holds
-/// at most one task per ``CallTimer``, all cancelled when the call ends.
+/// at most one task per ``CallTimer``, all cancelled when the call ends; `sentAnswer` is the 2xx
+/// the machine's ACK wait resends.
 struct SIPCall {
     let id: CallID
     let isOutgoing: Bool
@@ -100,8 +106,9 @@ struct SIPCall {
     /// Our UPDATE with an offer while it has no final response (its transaction says whether a
     /// refusal arrived: ``TransactionTable/refusalArrived(for:)``).
     var outgoingUpdate: SIPMessage?
-    /// Our 2xx to an INVITE waiting for its ACK (CSeq number); nil when none.
-    var awaitingAck: UInt32?
+    /// Our last 2xx to an INVITE and how it is sent (its server transaction): what
+    /// ``CallAction/retransmitAnswer`` resends while the machine waits for the ACK.
+    var sentAnswer: SentAnswer?
     /// A provisional response (100 included) arrived for `outgoingInvite`: only then may it be
     /// CANCELled (RFC 3261 §9.1).
     var heardProvisional = false
@@ -130,6 +137,9 @@ struct SIPCall {
         self.machine = CallMachine(phase: phase, createdAt: createdAt)
     }
 
+    /// The CSeq number of the INVITE whose 2xx waits for its ACK (the machine's ``AckWait``).
+    var awaitingAck: UInt32? { machine.ackWait?.cseq }
+
     /// The machine's phase.
     var phase: CallPhase {
         get { machine.phase }
@@ -146,6 +156,12 @@ struct SIPCall {
 
     /// The phase a confirmed call is in, from who holds it.
     var confirmedPhase: CallPhase { machine.confirmedPhase(remoteHoldsUs: offerAnswer.remoteHoldsUs) }
+}
+
+/// Our 2xx to an INVITE as sent: the response and its server transaction's `respond`.
+struct SentAnswer {
+    let response: SIPMessage
+    let respond: @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
 }
 
 /// One offer of ours in a call (INVITE, re-INVITE or UPDATE): the flow it went over (its
@@ -182,16 +198,7 @@ enum GlareWait {
 
 extension CallPhase {
     /// The call state the policy keys on (`ClientService`'s kind); nil once the call ended.
-    public var serviceState: ResilienceCore.CallState? {
-        switch self {
-        case .outgoing: .progressing
-        case .incoming: .alerting
-        case .active: .active
-        case .held: .held
-        case .remotelyHeld: .remotelyHeld
-        case .ended: nil
-        }
-    }
+    public var serviceState: ResilienceCore.CallState? { ResilienceCore.CallState(rawValue: rawValue) }
 }
 
 extension SIPAccount {

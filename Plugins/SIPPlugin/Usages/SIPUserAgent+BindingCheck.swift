@@ -1,4 +1,5 @@
 internal import Logging
+internal import NIOCore
 internal import ResilienceCore
 
 extension SIPUserAgent {
@@ -47,19 +48,53 @@ extension SIPUserAgent {
         case .bound:
             logger.debug("sip.binding-confirmed")
         case .lost:
-            bindingLost(contact: contact)
+            bindingLost(contact: contact, over: flow)
+        }
+    }
+
+    /// Whether the flow ping due now is a binding query: the binding has gone unconfirmed for 3/4
+    /// of the account's interval (`BindingCheck`) and, when the plugin's accounts share a watch,
+    /// it is this account's turn at its registrar (`BindingQueryTurns`).
+    func bindingQueryDue(over flow: SIPTransport) -> Bool {
+        guard account.checksBindings, let interval = account.flowPingInterval else { return false }
+        let now = clock.now
+        guard registration.bindingCheck.probe(at: now, flowPingInterval: interval) == .queryBindings else {
+            return false
+        }
+        return flows?.bindingWatch.takeTurn(
+            at: Self.registrarKey(flow), by: ObjectIdentifier(self), now: now, interval: interval) ?? true
+    }
+
+    /// The registrar a flow leads to, as `BindingWatch` knows it: its address and port (UDP and
+    /// stream flows to one server share its memory).
+    static func registrarKey(_ flow: SIPTransport) -> String {
+        "\(flow.remote.ipAddress ?? "?"):\(flow.remote.port ?? 0)"
+    }
+
+    /// A 2xx bound the account through `flow`: when it checks bindings, a lost binding another
+    /// account finds at the same registrar makes it renew (`serverStateMayBeGone`).
+    func watchBinding(at flow: SIPTransport) {
+        guard account.checksBindings, let watch = flows?.bindingWatch else { return }
+        watch.listen(ObjectIdentifier(self), at: Self.registrarKey(flow)) { [weak self] in
+            Task { await self?.serverStateMayBeGone(reason: "registrar forgot another account's binding") }
         }
     }
 
     /// The registrar no longer holds the current binding: shows the account unbound and reports
-    /// what rode on the binding, so the runtime re-registers and resubscribes.
-    private func bindingLost(contact: String) {
+    /// what rode on the binding, so the runtime re-registers and resubscribes; every other
+    /// account bound at the same registrar renews too (it forgot them as well, most likely).
+    private func bindingLost(contact: String, over flow: SIPTransport) {
         let services = servicesOnFlow
+        let alarmed =
+            flows?.bindingWatch.bindingLost(
+                by: ObjectIdentifier(self), at: Self.registrarKey(flow), now: clock.now,
+                interval: account.flowPingInterval ?? .seconds(30)) ?? 0
         logger.warning(
             "sip.binding-lost",
             metadata: [
                 "contact": "\(LogText.escaped(contact, limit: 128))",
                 "services": "\(services.map(\.rawValue).joined(separator: ","))",
+                "others-renewing": "\(alarmed)",
             ])
         registration.granted = nil
         subscriptionsLostTheirFlow()
@@ -82,7 +117,7 @@ extension SIPUserAgent {
     }
 
     /// Runs `body` on this actor, cancelled after `timers.pongTimeout`.
-    private func withinPongTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    func withinPongTimeout<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T {
         let attempt = Task { try await body() }
         let clock = self.clock
         let timeout = timers.pongTimeout

@@ -5,14 +5,15 @@ internal import Synchronization
 /// Calls placed, held, resumed and ended by this end (RFC 3261 §13–§15, RFC 3264 offer/answer).
 extension SIPUserAgent {
     /// The calls that are not over, with their phase.
-    public var activeCalls: [CallID: CallPhase] { calls.mapValues(\.phase) }
+    public var activeCalls: [CallID: CallPhase] { calls.all.mapValues(\.phase) }
 
     /// Places a call to `target` through the account's flow (the registrar is the outbound
-    /// proxy) with `media` giving the offer. Returns once the call is answered and ACKed.
+    /// proxy) with `media` giving the offer (nil: ``defaultMedia()``, the built-in echo on the lent
+    /// clock). Returns once the call is answered and ACKed.
     /// - Throws: `PluginError`: permanent when the far end rejects the call (the call is
     ///   reported ended with the status), retryable when no answer came in time.
     @discardableResult
-    public func placeCall(to target: String, media: any MediaSession = RTPEchoSession(), path: NetworkPath)
+    public func placeCall(to target: String, media: (any MediaSession)? = nil, path: NetworkPath)
         async throws -> CallID
     {
         let flow = try await flow(for: path)
@@ -23,7 +24,8 @@ extension SIPUserAgent {
         }
         calls[id] = SIPCall(
             id: id, isOutgoing: true, peer: target, dialogID: dialog.id,
-            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media, phase: .outgoing,
+            offerAnswer: SDPOfferAnswer(sessionID: UInt64.random(in: 1...999_999_999)), media: media ?? defaultMedia(),
+            phase: .progressing,
             createdAt: clock.now)
         report(id, trigger: "api")
         do {
@@ -273,7 +275,7 @@ extension SIPUserAgent {
 
     /// The call is over: its dialog leaves the table, its media closes, the end is reported.
     func end(_ id: CallID, trigger: String, reason: String, downtime: Duration? = nil) {
-        guard var call = calls.removeValue(forKey: id) else { return }
+        guard var call = calls.remove(id) else { return }
         for timer in call.timers.values { timer.cancel() }
         callChanged(id)
         dialogs.remove(call.dialogID)

@@ -2,7 +2,8 @@ internal import Logging
 internal import ResilienceCore
 
 /// The agent's side of ``CallMachine``: it carries out the actions the value returns (timers on
-/// the lent clock, final responses to a ringing INVITE, the call's end) and feeds the timers back.
+/// the lent clock, final responses to a ringing INVITE, resends of our 2xx until its ACK, the
+/// call's end) and feeds the timers back, all through one path (``timerFired(_:call:)``).
 ///
 /// Invariants: a call has at most one task per ``CallTimer``; arming a timer replaces (cancels)
 /// the one before; every timer task ends with its call (``end(_:trigger:reason:downtime:)``
@@ -22,6 +23,9 @@ extension SIPUserAgent {
                 pending.transaction.respond(
                     pending.request.makeResponse(status: status, reason: reason, toTag: call.dialogID.localTag),
                     at: clock.now)
+            case .retransmitAnswer:
+                guard let sent = calls[id]?.sentAnswer else { continue }
+                sent.respond(sent.response, clock.now)
             case .end(let trigger, let reason, let downtime):
                 end(id, trigger: trigger, reason: reason, downtime: downtime)
             case .answerOffer, .refuseOffer, .sendOffer, .waitForOfferSlot, .recover, .ringAgain, .offer: continue
@@ -46,6 +50,9 @@ extension SIPUserAgent {
         if timer == .ringing, !actions.isEmpty {
             logger.info("sip.call-ringing-timeout", metadata: ["call": "\(id)"])
         }
+        if timer == .ackWait, !actions.isEmpty { logger.notice("sip.call-ack-timeout", metadata: ["call": "\(id)"]) }
         perform(actions, call: id)
+        // A task may wait for this timer (the glare wait) or for what it changed.
+        callChanged(id)
     }
 }

@@ -21,7 +21,7 @@ extension SIPUserAgent {
 
     /// The account moved from `dead` to another server; see the extension's invariants.
     func followCalls(awayFrom dead: SIPTarget, path: NetworkPath) async {
-        for (id, call) in calls.prefix(Self.maximumCallsLooked) where call.dialogID.remoteTag != nil {
+        for (id, call) in calls.all.prefix(Self.maximumCallsLooked) where call.dialogID.remoteTag != nil {
             guard let routeSet = dialogs[call.dialogID]?.routeSet, !routeSet.isEmpty else { continue }
             var resolved: [SIPTarget] = []
             if let hop = DialogRouteFate.needsResolution(of: routeSet) {

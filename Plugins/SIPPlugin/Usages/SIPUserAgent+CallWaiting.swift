@@ -55,15 +55,24 @@ extension SIPUserAgent {
 
     /// Our offer got 491: waits out `wait` with the slot open to the far end's offer (RFC 3261
     /// §14.2: 491 only while our own offer is pending), then takes the slot back for the retry,
-    /// after the far end's offer answered meanwhile (bounded by 64×T1).
+    /// after the far end's offer answered meanwhile (bounded by 64×T1). The wait is the call's
+    /// ``CallTimer/glareRetry``, fired through the one timer path (`timerFired(_:call:)`).
     func waitOutGlare(_ id: CallID, method: String, wait: Duration) async throws {
         guard calls[id] != nil else { throw PluginError.permanent("call \(id) ended") }
-        // The slot may already be the far end's: its offer came right after our INVITE's ACK.
         let retryAt = clock.now + wait
-        _ = calls[id]?.machine.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now)
+        let armed = calls[id]?.machine.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now) ?? []
+        // The slot may already be the far end's (its offer came right after our INVITE's ACK):
+        // the machine then arms nothing, yet our retry still waits its turn.
+        perform(armed.isEmpty ? [.arm(.glareRetry, at: retryAt)] : armed, call: id)
         callChanged(id)
-        try await clock.sleep(until: retryAt, tolerance: nil)
-        _ = calls[id]?.machine.handle(.timerFired(.glareRetry), at: clock.now)
+        let fired = await waitForCall(id, until: retryAt + timers.transactionTimeout) { call in
+            call == nil || call?.timers[.glareRetry] == nil
+        }
+        guard fired, !Task.isCancelled else {
+            perform([.disarm(.glareRetry)], call: id)
+            if Task.isCancelled { throw CancellationError() }
+            throw PluginError("call \(id): the glare wait did not end")
+        }
         // Bounded: another offer of ours may take the freed slot first; the retry waits again.
         let deadline = clock.now + timers.transactionTimeout
         for _ in 0..<8 {
@@ -75,13 +84,12 @@ extension SIPUserAgent {
 
     /// Resumes every task waiting on call `id`; each looks at the call again.
     func callChanged(_ id: CallID) {
-        for (token, waiter) in callWaiters where waiter.call == id { resume(token) }
+        for waiter in calls.callChanged(id) { waiter.resume() }
     }
 
     /// One wait for the next change of call `id` (or `deadline`, or cancellation).
     private func park(_ id: CallID, until deadline: ContinuousClock.Instant) async {
-        nextCallWaiter &+= 1
-        let token = nextCallWaiter
+        let token = calls.newWaiterToken()
         let timer = Task { [clock] in
             guard (try? await clock.sleep(until: deadline, tolerance: nil)) != nil else { return }
             self.resume(token)
@@ -91,7 +99,7 @@ extension SIPUserAgent {
                 if Task.isCancelled {
                     continuation.resume()
                 } else {
-                    callWaiters[token] = (id, continuation)
+                    calls.park(token, call: id) { continuation.resume() }
                 }
             }
         } onCancel: {
@@ -101,7 +109,7 @@ extension SIPUserAgent {
     }
 
     private func resume(_ token: UInt64) {
-        callWaiters.removeValue(forKey: token)?.continuation.resume()
+        calls.removeWaiter(token)?.resume()
     }
 
     /// A recovery of call `id` over `flow` (holding the call when `hold`) while an offer of the

@@ -5,10 +5,12 @@ internal import ResilienceCore
 /// waits for a provisional response (RFC 3261 §9.1 forbids it before one), and a 2xx that
 /// crosses the CANCEL is ACKed and ended with BYE (§15: the dialog it made must not linger).
 ///
-/// Invariant: `sent` turns true once and the CANCEL goes out exactly then.
+/// Invariant: `sent` turns true once and the CANCEL goes out exactly then (``CallTable``).
 struct PendingCancel {
     let invite: SIPMessage
-    let flow: SIPTransport
+    /// Weak: the INVITE's transaction (``SIPUserAgent/runInvite(_:call:over:)``) holds its flow
+    /// as long as the entry lives; a flow gone meanwhile has nothing to CANCEL over.
+    weak var flow: SIPTransport?
     var sent: Bool
 }
 
@@ -18,17 +20,15 @@ extension SIPUserAgent {
     func hangUpRingingOut(_ id: CallID, call: SIPCall, flow: SIPTransport, reason: String = "CANCEL") async throws {
         end(id, trigger: reason == "CANCEL" ? "api" : "remote", reason: reason)
         guard let invite = call.outgoingInvite else { return }
-        cancelling[id] = PendingCancel(invite: invite, flow: flow, sent: call.heardProvisional)
+        calls.hungUpRinging(id, PendingCancel(invite: invite, flow: flow, sent: call.heardProvisional))
         if call.heardProvisional { try await sendCancel(of: invite, over: flow) }
     }
 
     /// The INVITE of `id` heard its first provisional: a CANCEL that waited for it goes now.
     func provisionalArrived(_ id: CallID) {
         calls[id]?.heardProvisional = true
-        guard var pending = cancelling[id], !pending.sent else { return }
-        pending.sent = true
-        cancelling[id] = pending
-        Task { try? await self.sendCancel(of: pending.invite, over: pending.flow) }
+        guard let pending = calls.cancelDue(id), let flow = pending.flow else { return }
+        Task { try? await self.sendCancel(of: pending.invite, over: flow) }
     }
 
     /// CANCEL for an INVITE still without a final response (§9.1): the INVITE's Request-URI,

@@ -16,7 +16,7 @@ internal import ResilienceCore
 /// end that listed `replaces` in `Supported` or `Allow` of a provisional with its tag gets the
 /// INVITE with `Replaces: <old Call-ID>;to-tag=<its tag>;from-tag=<ours>;early-only` instead,
 /// so its ringing call is replaced, not doubled; a refusal (481, 420, 486) falls back. The
-/// app keeps one ``CallID`` throughout and sees the call as `outgoing` with trigger `network`.
+/// app keeps one ``CallID`` throughout and sees the call as `progressing` with trigger `network`.
 ///
 /// Invariants: at most ``maximumEarlyRestarts`` restarts per INVITE; a restart waits at most
 /// 64×T1 for the policy's `reinvite-call` to hand it a new flow (4×T1 when the flow ended on
@@ -61,7 +61,7 @@ extension SIPUserAgent {
     }
 
     /// Rings the far end again for call `id` from `flow`, with a new dialog identity for the
-    /// fresh INVITE (reported `outgoing` with trigger `network`). The call machine decides how
+    /// fresh INVITE (reported `progressing` with trigger `network`). The call machine decides how
     /// (``CallMachine``, RFC 3891): a far end that supports `Replaces` and gave its tag in a
     /// provisional gets an INVITE that replaces its ringing early dialog (the abandoned INVITE is
     /// kept, CANCELled only if the far end refuses the replacement); otherwise the abandoned

@@ -29,6 +29,8 @@ extension SIPUserAgent {
             do {
                 try await registerOnCurrentTarget(path: path)
                 failover.bound(at: clock.now)
+                // RFC 5626 §4.2: the second flow (if any) is registered beside, on another server.
+                if account.outboundFlows == 2 { Task { await self.registerSecondFlow(path: path) } }
                 let previous = boundTarget
                 boundTarget = target
                 if let previous, previous != target {
@@ -71,6 +73,10 @@ extension SIPUserAgent {
     /// which nothing rides on.
     func noteFlowLost(_ lost: SIPTransport) -> Bool {
         guard !probeFlows.contains(ObjectIdentifier(lost)) else { return false }
+        if isSecondFlow(lost) {
+            Task { await dropSecondFlow(reason: "lost") }
+            return false
+        }
         if let target = failover.target, target.matches(lost.remote) { failover.failed(target) }
         return true
     }

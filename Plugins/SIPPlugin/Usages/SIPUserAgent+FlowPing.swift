@@ -17,8 +17,9 @@ extension SIPUserAgent {
     ///   re-registration is the recovery.
     ///
     /// Once the binding has gone unconfirmed for three quarters of the account's interval, the
-    /// ping is a binding query instead (`BindingCheck`, `checkBinding(over:)`); its answer names
-    /// the public address too, so a rebinding is noticed on a query as on a keep-alive.
+    /// ping is a binding query instead, when it is this account's turn at its registrar
+    /// (`BindingCheck`, `BindingQueryTurns`, `checkBinding(over:)`); its answer names the public
+    /// address too, so a rebinding is noticed on a query as on a keep-alive.
     ///
     /// A ping proves only the flow the registration was bound through: when the flow is another
     /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
@@ -27,6 +28,8 @@ extension SIPUserAgent {
     public func sendFlowPing(path: NetworkPath) async throws {
         // On a backup registrar, the preferred one is asked beside this ping when its probe is due.
         probePreferredIfDue(path: path)
+        // RFC 5626 §4.2: the second flow (if any) is pinged on its own, beside this one.
+        if account.outboundFlows == 2 { Task { await self.pingSecondFlow(path: path) } }
         let flow = try await flow(for: path)
         let mayBeBound = registration.granted != nil || registration.outcomeUnknown
         if mayBeBound, registration.registeredFlow !== flow {
@@ -34,8 +37,7 @@ extension SIPUserAgent {
             try await register(path: path)
             return
         }
-        let checkEvery = account.checksBindings ? account.flowPingInterval : nil
-        if registration.bindingCheck.probe(at: clock.now, flowPingInterval: checkEvery) == .queryBindings {
+        if bindingQueryDue(over: flow) {
             try await checkBinding(over: flow)
             _ = try await registerAgainIfMappingChanged(flow: flow, path: path)
             return

@@ -1,17 +1,14 @@
 internal import Logging
 public import ResilienceCore
-internal import Synchronization
 
 /// Hanging up: BYE, CANCEL or a final decline. While the network is gone a confirmed call ends
 /// for the app at once and its BYE waits for the path to come back (the far end would
 /// otherwise keep the call until its own timers end it).
 ///
-/// Invariants of the deferred BYEs: at most ``deferredByeLimit`` wait (the oldest is dropped,
-/// logged); each is tried once, on the first satisfied path after the hang-up; the dialog left
+/// Invariants of the deferred BYEs (kept in ``CallTable``): at most
+/// ``CallTable/deferredByeLimit`` wait (the oldest is dropped, logged); each is tried once, on the first satisfied path after the hang-up; the dialog left
 /// the table with the call, so nothing else can use it meanwhile.
 extension SIPUserAgent {
-    static let deferredByeLimit = 64
-
     /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
     /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
     /// an incoming one not yet answered. Without a network a confirmed call ends at once and its
@@ -57,22 +54,16 @@ extension SIPUserAgent {
             "sip.call-bye-deferred",
             metadata: ["call": "\(id)", "error": "\(LogText.escaped("\(error)", limit: 120))"])
         end(id, trigger: "api", reason: "BYE")
-        if deferredByes.count >= Self.deferredByeLimit {
-            let dropped = deferredByes.removeFirst()
+        if let dropped = calls.deferBye(of: call, dialog: dialog) {
             logger.warning(
-                "sip.call-bye-dropped",
-                metadata: ["call-id": "\(LogText.escaped(dropped.call.dialogID.callID, limit: 64))"])
+                "sip.call-bye-dropped", metadata: ["call-id": "\(LogText.escaped(dropped.dialogID.callID, limit: 64))"])
         }
-        deferredByes.append((call, dialog))
-        hasDeferredByes.withLock { $0 = true }
     }
 
     /// Sends the BYEs of calls hung up while the path was gone, over the flow for `path`.
     /// A BYE that fails is logged and forgotten (the far end's own timers end its side).
     func sendDeferredByes(path: NetworkPath) async {
-        let pending = deferredByes
-        deferredByes = []
-        hasDeferredByes.withLock { $0 = false }
+        let pending = calls.takeDeferredByes()
         guard !pending.isEmpty else { return }
         let flow: SIPTransport
         do {

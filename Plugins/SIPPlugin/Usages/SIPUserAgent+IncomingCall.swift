@@ -25,8 +25,7 @@ extension SIPUserAgent {
         let toTag = request.tag(in: "To")
         if method == "CANCEL" {
             // The transaction layer answered 200 and the INVITE 487; the call is over.
-            if let id = calls.first(where: { $0.value.dialogID.callID == callID && $0.value.pendingInvite != nil })?.key
-            {
+            if let id = calls.first(where: { $0.dialogID.callID == callID && $0.pendingInvite != nil }) {
                 calls[id]?.pendingInvite = nil
                 perform(calls[id]?.machine.handle(.cancelled, at: now) ?? [], call: id)
             } else if transaction != nil {
@@ -48,7 +47,7 @@ extension SIPUserAgent {
         }
         guard let toTag,
             case .dialog(let dialogID, _) = dialogs.match(callID: callID, localTag: toTag, remoteTag: fromTag),
-            let id = calls.first(where: { $0.value.dialogID == dialogID })?.key
+            let id = calls.first(where: { $0.dialogID == dialogID })
         else {
             if method != "ACK" { reply(request.makeResponse(status: 481, reason: "Call/Transaction Does Not Exist")) }
             return true
@@ -61,7 +60,7 @@ extension SIPUserAgent {
         }
         switch method {
         case "ACK":
-            if calls[id]?.awaitingAck == cseq.number { calls[id]?.awaitingAck = nil }
+            perform(calls[id]?.machine.handle(.ackArrived(cseq: cseq.number), at: now) ?? [], call: id)
         case "BYE":
             guard dialogs.modify(dialogID, { _ = $0.accept(request: request, cseq: cseq.number) }) != nil else { break }
             reply(request.makeResponse(status: 200, reason: "OK"))
@@ -72,7 +71,7 @@ extension SIPUserAgent {
         return true
     }
 
-    /// A new call: checked, rung with 180 at once, reported `incoming`; the app answers it.
+    /// A new call: checked, rung with 180 at once, reported `alerting`; the app answers it.
     /// Returns its id (nil: refused).
     @discardableResult
     private func incomingInvite(
@@ -105,7 +104,7 @@ extension SIPUserAgent {
         }
         var state = SIPCall(
             id: id, isOutgoing: false, peer: extractURI(from), dialogID: dialog.id, offerAnswer: offerAnswer,
-            media: RTPEchoSession(clock: clock), phase: .incoming, createdAt: clock.now)
+            media: RTPEchoSession(clock: clock), phase: .alerting, createdAt: clock.now)
         state.pendingInvite = (request, transaction)
         state.notePeerAllow(request)
         _ = state.machine.handle(.remoteOffer(method: "INVITE"), at: clock.now)
@@ -119,10 +118,11 @@ extension SIPUserAgent {
         return id
     }
 
-    /// Answers a ringing incoming call with `media` (200 with our SDP answer, resent until ACK).
-    public func answer(_ id: CallID, media: any MediaSession = RTPEchoSession(), path: NetworkPath) async throws {
+    /// Answers a ringing incoming call with `media` (nil: ``defaultMedia()``, the built-in echo on
+    /// the lent clock): 200 with our SDP answer, resent until ACK.
+    public func answer(_ id: CallID, media: (any MediaSession)? = nil, path: NetworkPath) async throws {
         guard calls[id]?.pendingInvite != nil else { throw PluginError.permanent("no incoming call \(id) to answer") }
-        try await answer(id, media: media, over: try await flow(for: path))
+        try await answer(id, media: media ?? defaultMedia(), over: try await flow(for: path))
     }
 
     /// ``answer(_:media:path:)`` over `flow`.
@@ -196,7 +196,7 @@ extension SIPUserAgent {
     }
 
     /// Writes our answer to the open remote offer and sends it in a 2xx; for an INVITE the 2xx
-    /// is resent (``AnswerRetransmission``) until the ACK arrives or 64×T1 passes.
+    /// is resent (the call machine's ``AckWait``) until the ACK arrives or 64×T1 passes.
     private func sendAnswer(
         to request: SIPMessage, call id: CallID, flow: SIPTransport,
         respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
@@ -227,13 +227,17 @@ extension SIPUserAgent {
         ok.headers.add("Content-Type", "application/sdp")
         ok.body = Array(answer.serialized().utf8)
         current.phase = current.confirmedPhase
-        if isInvite { current.awaitingAck = request.cseq?.number }
+        if isInvite { current.sentAnswer = SentAnswer(response: ok, respond: respond) }
         calls[id] = current
         remoteOfferSettled(id)
         respond(ok, clock.now)
+        // §13.3.1.4: the machine has the 2xx resent until its ACK (an ACK may come while the
+        // media below is told, so the wait starts first).
+        if isInvite, let cseq = request.cseq?.number {
+            perform(calls[id]?.machine.handle(.answerSent(cseq: cseq, timers: timers), at: clock.now) ?? [], call: id)
+        }
         if let negotiated { try? await current.media.negotiated(negotiated) }
         report(id, trigger: "remote")
-        if isInvite { retransmitUntilAck(ok, call: id, respond: respond) }
     }
 
     /// Answers the far end's offer with `status` (488 by default) and forgets it; an INVITE ends
@@ -249,48 +253,16 @@ extension SIPUserAgent {
         remoteOfferSettled(id)
     }
 
-    /// Resends our 2xx on the lent clock until `awaitingAck` clears; no ACK by 64×T1 ends the
-    /// call with BYE semantics left to the app (reported ended, `"no ACK"`).
-    private func retransmitUntilAck(
-        _ ok: SIPMessage, call id: CallID, respond: @escaping @Sendable (SIPMessage, ContinuousClock.Instant) -> Void
-    ) {
-        let clock = self.clock
-        let timers = self.timers
-        Task { [weak self] in
-            var machine = AnswerRetransmission(timers: timers)
-            var deadlines: [AnswerRetransmission.Timer: ContinuousClock.Instant] = [:]
-            var actions = machine.start(at: clock.now)
-            for _ in 0..<64 {
-                for action in actions {
-                    switch action {
-                    case .resend: respond(ok, clock.now)
-                    case .arm(let timer, let at): deadlines[timer] = at
-                    case .ackTimedOut:
-                        await self?.end(id, trigger: "timeout", reason: "no ACK")
-                        return
-                    }
-                }
-                guard let (timer, at) = deadlines.min(by: { $0.value < $1.value }) else { return }
-                deadlines[timer] = nil
-                do { try await clock.sleep(until: at, tolerance: nil) } catch { return }
-                guard let self, await self.isAwaitingAck(id) else { return }
-                actions = machine.timerFired(timer, at: clock.now)
-            }
-        }
-    }
-
-    private func isAwaitingAck(_ id: CallID) -> Bool { calls[id]?.awaitingAck != nil }
-
     /// Timer H: the far end never ACKed our non-2xx final to its (re-)INVITE (§17.2.1), so it
     /// is gone; the call that INVITE belonged to, if still up, is reported ended (`no ACK`).
     func finalNotAcknowledged(_ invite: SIPMessage) {
         guard let callID = invite.headers["Call-ID"], let fromTag = invite.tag(in: "From") else { return }
         let toTag = invite.tag(in: "To")
         guard
-            let id = calls.first(where: { _, call in
+            let id = calls.first(where: { call in
                 call.dialogID.callID == callID && call.dialogID.remoteTag == fromTag
                     && (toTag == nil || call.dialogID.localTag == toTag)
-            })?.key
+            })
         else { return }
         logger.notice("sip.call-final-not-acked", metadata: ["call": "\(id)"])
         end(id, trigger: "timeout", reason: "no ACK")

@@ -14,7 +14,7 @@ extension SIPUserAgent {
             await runInviteTransaction(invite, over: flow, table: table, timers: timers, clock: clock, events: sink)
         }
         var iterator = events.makeAsyncIterator()
-        defer { cancelling[id] = nil }
+        defer { calls.inviteFinished(id) }
         while let event = await iterator.next() {
             switch event {
             case .provisional(let response):
@@ -22,7 +22,7 @@ extension SIPUserAgent {
                     toTag: response.tag(in: "To"), supportsReplaces: response.offersReplaces)
                 _ = calls[id]?.machine.handle(early, at: clock.now)
                 provisionalArrived(id)
-                if response.status != 100, calls[id]?.phase == .outgoing { report(id, trigger: "remote", "ringing") }
+                if response.status != 100, calls[id]?.phase == .progressing { report(id, trigger: "remote", "ringing") }
             case .answered(let response):
                 let ack = ackFor(invite, response: response, call: id, flow: flow)
                 // To the 2xx's Contact when it has no Record-Route (§12.2.1.1), else via the flow.
@@ -33,7 +33,7 @@ extension SIPUserAgent {
                         if case .answeredAgain = later { try? await ackCarrier.send(ack) }
                     }
                 }
-                if calls[id] == nil, cancelling[id] != nil {
+                if calls[id] == nil, calls.isCancelling(id) {
                     Task { await self.byeAfterCancel(invite: invite, answer: response, over: flow) }
                 }
                 return response

@@ -110,6 +110,7 @@ extension SIPUserAgent {
                 noteNAT(from: response, on: flow)
                 registration.staleContacts.removeAll()
                 registration.bindingCheck.confirmed(at: clock.now)
+                watchBinding(at: flow)
                 logger.info(
                     "sip.registered", metadata: ["contact": "\(contact)", "expires": "\(registration.granted ?? 0)"])
                 return
@@ -142,6 +143,7 @@ extension SIPUserAgent {
     /// unanswered): one it only ever refused (503, 403) is not "unregistered" against a registrar
     /// that would refuse that too.
     public func unregister(path: NetworkPath) async throws {
+        await unregisterSecondFlow()
         let mayBeBound = registration.granted != nil || registration.outcomeUnknown
         let contacts = ((mayBeBound ? [registration.contact] : []).compactMap(\.self) + registration.staleContacts)
         guard !contacts.isEmpty else {
@@ -159,16 +161,27 @@ extension SIPUserAgent {
         registration.registeredFlow = nil
         registration.staleContacts.removeAll()
         registration.bindingCheck.forget()
+        flows?.bindingWatch.leave(ObjectIdentifier(self))
         logger.info("sip.unregistered")
     }
 
     func sendRegister(contacts: [String], expires: Int?, over flow: SIPTransport) async throws -> SIPMessage {
+        let request = registerRequest(
+            contacts: contacts, expires: expires, callID: registration.callID, fromTag: registration.fromTag)
+        return try await exchange(request, uri: "sip:\(account.domain)", over: flow) {
+            registration.cseq += 1
+            return registration.cseq
+        }
+    }
+
+    /// A REGISTER of the account's address of record for one registration usage (its Call-ID
+    /// and From tag); `CSeq` is set when it is sent.
+    func registerRequest(contacts: [String], expires: Int?, callID: String, fromTag: String) -> SIPMessage {
         let aor = account.addressOfRecord
-        let uri = "sip:\(account.domain)"
-        var request = SIPMessage.request("REGISTER", uri: uri)
-        request.headers.add("From", "<\(aor)>;tag=\(registration.fromTag)")
+        var request = SIPMessage.request("REGISTER", uri: "sip:\(account.domain)")
+        request.headers.add("From", "<\(aor)>;tag=\(fromTag)")
         request.headers.add("To", "<\(aor)>")
-        request.headers.add("Call-ID", registration.callID)
+        request.headers.add("Call-ID", callID)
         request.headers.add("CSeq", "0 REGISTER")
         for contact in contacts { request.headers.add("Contact", contact) }
         if let expires { request.headers.add("Expires", "\(expires)") }
@@ -176,10 +189,7 @@ extension SIPUserAgent {
         // identifies the device, so the registrar replaces its binding.
         request.headers.add("Supported", account.regID == nil ? "path" : "path, outbound")
         request.headers.add("User-Agent", "NetResilience")
-        return try await exchange(request, uri: uri, over: flow) {
-            registration.cseq += 1
-            return registration.cseq
-        }
+        return request
     }
 
     /// `sip:user@host:port` of the flow, with `transport=tcp|tls` and RFC 8599 push parameters.

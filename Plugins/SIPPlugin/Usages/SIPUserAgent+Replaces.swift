@@ -7,13 +7,13 @@ internal import ResilienceCore
 /// A `Replaces` that names one of our confirmed dialogs, or the early dialog of our own ringing
 /// INVITE, is answered at once with the old call's media session (the new dialog takes over its
 /// resources; knowing the Call-ID and both random tags is what entitles the sender, §8), the
-/// new call is reported `incoming` then `active`, and the old one ends (reason `replaced`): BYE
+/// new call is reported `alerting` then `active`, and the old one ends (reason `replaced`): BYE
 /// for a confirmed dialog, CANCEL for our ringing INVITE (its `placeCall` then throws with
 /// the 487). Refusals (400, 481, 486) leave every call as it was.
 extension SIPUserAgent {
     /// Our calls as the `Replaces` rules see them.
     var replaceableCalls: [ReplaceableCall] {
-        calls.values.map { call in
+        calls.all.values.map { call in
             let confirmed = [.active, .held, .remotelyHeld].contains(call.phase)
             return ReplaceableCall(
                 id: call.id, callID: call.dialogID.callID, localTag: call.dialogID.localTag,
