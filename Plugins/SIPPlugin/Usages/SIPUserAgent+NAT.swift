@@ -79,8 +79,9 @@ extension SIPUserAgent {
     /// seen, so an earlier recovery over the same flow does not coalesce this one. A failed
     /// re-INVITE is logged; the call's own rules (481, 408) end a call the far end lost.
     func reinviteCallsAfterRebinding(at instant: ContinuousClock.Instant, path: NetworkPath) async {
-        let ids = calls.prefix(Self.maximumCallsLooked).filter { $0.value.dialogID.remoteTag != nil }.map(\.key)
-        for id in ids where calls[id]?.phase != .ended {
+        let ids = calls.all.prefix(Self.maximumCallsLooked).filter { $0.value.dialogID.remoteTag != nil }.map(\.key)
+        // A call that ended while an earlier one was re-INVITEd has left the table.
+        for id in ids where calls[id] != nil {
             do {
                 try await reinvite(id, path: path, after: instant..<instant)
             } catch {
