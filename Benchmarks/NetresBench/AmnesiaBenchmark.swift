@@ -120,42 +120,9 @@ struct AmnesiaBenchmark {
 
     /// The median round trip, in seconds, of 20 OPTIONS from the client host to the registrar.
     private func registrarRoundTrip(_ lab: SIPLab) async throws -> Double {
-        let fd = try await lab.lab.socket(in: lab.client, domain: AF_INET, type: Int32(SOCK_DGRAM.rawValue))
-        defer { close(fd) }
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(lab.port).bigEndian)
-        inet_pton(AF_INET, lab.registrarAddress, &address.sin_addr)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { throw BenchError("cannot connect to the registrar: \(errno)") }
-        var samples: [Double] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        for index in 0..<20 {
-            let request = """
-                OPTIONS sip:\(lab.registrarAddress):\(lab.port) SIP/2.0\r
-                Via: SIP/2.0/UDP \(lab.initial.ipv4):5099;rport;branch=z9hG4bK-bench-\(index)\r
-                Max-Forwards: 70\r
-                From: <sip:bench@\(lab.registrarAddress)>;tag=bench\r
-                To: <sip:\(lab.registrarAddress)>\r
-                Call-ID: bench-rtt-\(index)\r
-                CSeq: 1 OPTIONS\r
-                Content-Length: 0\r
-                \r
-
-                """
-            let start = ContinuousClock.now
-            _ = Array(request.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
-            guard recv(fd, &buffer, buffer.count, 0) > 0 else { continue }
-            let elapsed = ContinuousClock.now - start
-            samples.append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds))
-        }
-        guard !samples.isEmpty else { throw BenchError("the registrar answered no OPTIONS") }
-        return samples.sorted()[samples.count / 2]
+        let samples = try await RegistrarRoundTrip.measure(
+            in: lab.lab, host: lab.client, from: lab.initial.ipv4, to: lab.registrarAddress, port: lab.port)
+        let median = samples.sorted()[samples.count / 2]
+        return Double(median.components.attoseconds) / 1e18 + Double(median.components.seconds)
     }
 }

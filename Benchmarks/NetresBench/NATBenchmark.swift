@@ -7,11 +7,13 @@ import NetworkLab
 /// One ``NetworkLab`` with the client behind a NAT gateway (endpoint-independent, 30 s UDP
 /// timeout, as a home router) and Kamailio with nathelper, STUN on its SIP port and
 /// `Flow-Timer: 25`. `netres run` (one UDP account, foreground, incoming calls answered) idles
-/// `minutes`; the window counts its wake-ups (``IdleMeter``) and its STUN keep-alives (debug
-/// log), then sipp calls it through the registrar: reachable or not. Then `rebindings` times the
+/// `minutes`; the window counts its wake-ups (``IdleMeter``), its STUN keep-alives (debug log)
+/// and the REGISTERs the registrar saw (binding queries, issue 23's binding check, among them:
+/// some pings are queries), then sipp calls it through the registrar: reachable or not. Then `rebindings` times the
 /// NAT rebinds (new public port) at a random point of the keep-alive cycle: each sample is the
 /// time from the rebinding to the registrar's `REGISTERED` from the new port, beside the
-/// registrar's round trip as the client sees it (its challenged REGISTER to the answered one).
+/// registrar's round trip measured in the same run from the client's host through the NAT
+/// (``RegistrarRoundTrip``: 20 OPTIONS, before the idle window).
 ///
 /// Invariants: every wait is bounded (30 s per step); the lab removes every namespace and process.
 struct NATBenchmark {
@@ -46,14 +48,17 @@ struct NATBenchmark {
                 )
                 .count - 1
             }
+            let roundTrips = try await RegistrarRoundTrip.measure(
+                in: lab, host: network.client, from: network.initial.ipv4, to: registrar.address, port: registrar.port)
             let before = keepAlives()
             let idleFrom = realtime()
             let cost = IdleMeter.measure([daemon], seconds: minutes * 60)[0]
             let pings = keepAlives() - before
-            let registers = registrar.requests().filter { $0.kind == "REGISTER" && $0.at >= idleFrom }.count
+            let idle = registrar.requests().filter { $0.at >= idleFrom }
+            let registers = idle.filter { $0.kind == "REGISTER" }.count
+            let queries = idle.filter { $0.kind == "QUERIED" }.count
             let reached = try await callReaches(lab: lab, network: network)
             var recoveries: [Duration] = []
-            var roundTrips: [Duration] = []
             for _ in 0..<rebindings {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1000...20_000)))
                 let at = realtime()
@@ -62,18 +67,14 @@ struct NATBenchmark {
                     registrar.requests().contains { $0.kind == "REGISTERED" && $0.at >= at }
                 }
                 guard bound else { throw BenchError("nat: no REGISTER within 30 s of a rebinding") }
-                let since = registrar.requests().filter { $0.at >= at }
-                if let done = since.first(where: { $0.kind == "REGISTERED" }) {
+                if let done = registrar.requests().first(where: { $0.kind == "REGISTERED" && $0.at >= at }) {
                     recoveries.append(.seconds(done.at - at))
-                }
-                let tries = since.filter { $0.kind == "REGISTER" }.prefix(2)
-                if tries.count == 2 {
-                    roundTrips.append(.seconds(tries[tries.startIndex + 1].at - tries[tries.startIndex].at))
                 }
             }
             print(
                 Self.report(
-                    minutes: minutes, cost: cost, pings: pings, registers: registers, reached: reached,
+                    minutes: minutes, cost: cost, pings: pings, registers: registers, queries: queries,
+                    reached: reached,
                     recoveries: LatencyStats(recoveries), roundTrips: LatencyStats(roundTrips)))
         }
     }
@@ -86,7 +87,7 @@ struct NATBenchmark {
     }
 
     static func report(
-        minutes: Int, cost: IdleCost, pings: Int, registers: Int, reached: Bool, recoveries: LatencyStats,
+        minutes: Int, cost: IdleCost, pings: Int, registers: Int, queries: Int, reached: Bool, recoveries: LatencyStats,
         roundTrips: LatencyStats
     ) -> String {
         let hours = Double(minutes) / 60
@@ -95,14 +96,14 @@ struct NATBenchmark {
             |---|---|
             | idle | \(minutes) min |
             | STUN keep-alives | \(pings) (\(format1(Double(pings) / hours)) per hour) |
-            | REGISTERs while idle | \(registers) |
+            | REGISTER requests while idle (binding queries answered among them) | \(registers) (\(queries)) |
             | process wake-ups | \(cost.wakeups) (\(format1(Double(cost.wakeups) / hours)) per hour), CPU \(cost.cpu) |
             | incoming call after the idle window | \(reached ? "reached" : "LOST") |
 
-            | after a NAT rebinding (ms) | n | p50 | p99 | max |
-            |---|---|---|---|---|
-            | rebinding → new binding at the registrar | \(recoveries.count) | \(format1(recoveries.p50 / 1000)) | \(format1(recoveries.p99 / 1000)) | \(format1(recoveries.max / 1000)) |
-            | registrar round trip (challenged → answered REGISTER) | \(roundTrips.count) | \(format1(roundTrips.p50 / 1000)) | \(format1(roundTrips.p99 / 1000)) | \(format1(roundTrips.max / 1000)) |
+            | after a NAT rebinding (ms) | n | p50 | p99 | max | p50 ÷ round trip p50 |
+            |---|---|---|---|---|---|
+            | rebinding → new binding at the registrar | \(recoveries.count) | \(format1(recoveries.p50 / 1000)) | \(format1(recoveries.p99 / 1000)) | \(format1(recoveries.max / 1000)) | \(format1(recoveries.p50 / roundTrips.p50))× |
+            | registrar round trip (OPTIONS → 200 through the NAT) | \(roundTrips.count) | \(format3(roundTrips.p50 / 1000)) | \(format3(roundTrips.p99 / 1000)) | \(format3(roundTrips.max / 1000)) | 1× |
             """
     }
 }

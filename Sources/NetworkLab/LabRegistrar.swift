@@ -92,13 +92,16 @@ public actor LabRegistrar {
         memoryArguments = options.memoryArguments
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try options.tlsConfiguration?.write(toFile: directory + "/tls.cfg", atomically: true, encoding: .utf8)
-        let config = RegistrarConfig.withNAT(
-            options.nat,
-            RegistrarConfig.relay(
-                RegistrarConfig.render(
-                    address4: address4, address6: address6, port: port, directory: directory, modules: modules,
-                    digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
-                    udpWorkers: options.udpWorkers, pushService: options.pushService), control: relay?.controlSocket))
+        let config = RegistrarConfig.callReply(
+            RegistrarConfig.withNAT(
+                options.nat,
+                RegistrarConfig.relay(
+                    RegistrarConfig.render(
+                        address4: address4, address6: address6, port: port, directory: directory, modules: modules,
+                        digestAlgorithm: options.digestAlgorithm, recordRoute: options.recordRoute,
+                        udpWorkers: options.udpWorkers, pushService: options.pushService),
+                    control: relay?.controlSocket, behindNAT: options.nat != nil)),
+            nat: options.nat != nil, relay: relay != nil)
         try config.write(toFile: directory + "/kamailio.cfg", atomically: true, encoding: .utf8)
     }
 

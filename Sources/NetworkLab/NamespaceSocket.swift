@@ -54,3 +54,19 @@ extension NetworkLab {
         }
     }
 }
+
+/// Connects `fd` (a socket of ``NetworkLab/socket(in:domain:type:protocol:)``, AF_INET) to the
+/// IPv4 literal `address` and `port`; `connect`'s result (0, or -1 with `errno` set; also -1 for
+/// text that is no IPv4 literal or a port outside 1…65535).
+public func connectIPv4(_ fd: Int32, to address: String, port: Int) -> Int32 {
+    guard (1...65_535).contains(port) else { return -1 }
+    var target = sockaddr_in()
+    target.sin_family = sa_family_t(AF_INET)
+    target.sin_port = in_port_t(UInt16(port).bigEndian)
+    guard inet_pton(AF_INET, address, &target.sin_addr) == 1 else { return -1 }
+    return withUnsafePointer(to: &target) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+}

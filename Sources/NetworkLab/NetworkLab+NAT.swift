@@ -139,13 +139,29 @@ extension NetworkLab {
     }
 
     /// The gateway's UDP mappings now (`conntrack -L -p udp`), one line each; at most 10,000.
-    public func udpMappings(of nat: LabNAT) async throws -> [String] {
+    public func udpMappings(of nat: LabNAT) async throws -> [String] { try await mappings(of: nat, "udp") }
+
+    /// The gateway's TCP mappings now (`conntrack -L -p tcp`), one line each; at most 10,000.
+    public func tcpMappings(of nat: LabNAT) async throws -> [String] { try await mappings(of: nat, "tcp") }
+
+    private func mappings(of nat: LabNAT, _ transport: String) async throws -> [String] {
         guard let conntrack = LabCommand.conntrack, let ip = LabCommand.ip else {
             throw error(.unsupported, "needs conntrack-tools (`conntrack`)")
         }
         let listing = try await LabCommand.run(
-            [ip, "netns", "exec", nat.gateway.namespace, conntrack, "-L", "-p", "udp"], seed: seed)
-        return listing.split(separator: "\n").prefix(10_000).map(String.init).filter { $0.hasPrefix("udp") }
+            [ip, "netns", "exec", nat.gateway.namespace, conntrack, "-L", "-p", transport], seed: seed)
+        return listing.split(separator: "\n").prefix(10_000).map(String.init).filter { $0.hasPrefix(transport) }
+    }
+
+    /// The ports of one `conntrack -L` line: the client's source port (original direction) and
+    /// the public port the NAT gave it (the reply direction's destination port); nil when the
+    /// line has not both.
+    public static func mappedPorts(of line: String) -> (inside: Int, outside: Int)? {
+        let words = line.split(separator: " ")
+        let sources = words.filter { $0.hasPrefix("sport=") }.compactMap { Int($0.dropFirst(6)) }
+        let destinations = words.filter { $0.hasPrefix("dport=") }.compactMap { Int($0.dropFirst(6)) }
+        guard sources.count == 2, destinations.count == 2 else { return nil }
+        return (sources[0], destinations[1])
     }
 
     /// Plays a NAT fault (``Fault/natMappingExpiry(_:)``, ``Fault/natRebinding(_:)``,

@@ -15,8 +15,9 @@ public struct RegistrarNAT: Hashable, Sendable {
 }
 
 /// Kamailio's NAT handling in ``LabRegistrar``, filled into the template's `# @NAT_…@` comment
-/// lines (left comments when the registrar does no NAT handling; a reply's Contact is fixed in a
-/// transaction's `onreply_route[NAT_REPLY]`, as changes in the global reply route are not relayed):
+/// lines (left comments when the registrar does no NAT handling; a reply's Contact is fixed in the
+/// call's transaction reply route, `onreply_route[CALL_REPLY]` of ``RegistrarConfig/callReply(_:nat:relay:)``,
+/// which it shares with the media relay):
 /// - `nathelper` (RFC 3581 symmetric response routing already is Kamailio's): a REGISTER's
 ///   source address and port are saved as the binding's `received` (`fix_nated_register`), so
 ///   `lookup` sends a call to the NAT's mapping while the Contact keeps the client's private
@@ -50,20 +51,8 @@ extension RegistrarConfig {
                         fix_nated_contact();
                     }
                     if (is_method("INVITE|UPDATE|SUBSCRIBE")) {
-                        t_on_reply("NAT_REPLY");
+                        t_on_reply("CALL_REPLY");
                     }
-                """
-        )
-        .replacingOccurrences(
-            of: "# @NAT_ROUTES@",
-            with: """
-                # A reply from a client (not from the registrar's own host, where the far ends run)
-                # gets its source as Contact, so the far end's in-dialog requests reach the mapping.
-                onreply_route[NAT_REPLY] {
-                    if (src_ip != myself) {
-                        fix_nated_contact();
-                    }
-                }
                 """
         )
         .replacingOccurrences(of: "# @NAT_REGISTER@", with: "fix_nated_register();\n    \(flowTimer)")

@@ -21,7 +21,8 @@ import Foundation
 /// straight between the parties' Contacts and never reach the proxy). The `# @RELAY_…@` comment
 /// lines are filled by ``RegistrarConfig/relay(_:control:)`` when calls go through rtpengine.
 /// `@PUSH_*@` is the RFC 8599 push proxy of `RegistrarConfig+Push.swift` (empty without a push
-/// service). `# @NAT_…@` comment lines are filled by ``RegistrarConfig/withNAT(_:_:)``.
+/// service). `# @NAT_…@` comment lines are filled by ``RegistrarConfig/withNAT(_:_:)``, the last
+/// one (a call's reply route, shared by NAT and relay) by ``RegistrarConfig/callReply(_:nat:relay:)``.
 /// `# @GRUU_ROUTE@` is `route[GRUU]` of `RegistrarConfig+GRUU.swift`: an in-dialog request whose
 /// Request-URI is a GRUU (a phone's Contact) reaches the proxy, record-routed or not, and is relayed
 /// to the contact bound to that GRUU.
@@ -139,7 +140,6 @@ enum RegistrarConfig {
         # Replies the proxy relays to a call's requests are logged too (the witness of a 200 OK to a
         # re-INVITE); the presence server's own PUBLISH/NOTIFY replies would crowd the log.
         onreply_route {
-            # @RELAY_REPLY@
             if (is_method("INVITE|UPDATE|BYE|CANCEL")) {
                 xlog("L_NOTICE", "NRTEST REPLY$rs user=$fU method=$rm cseq=$cs callid=$ci at=$TV(Sn)\n");
             }
@@ -274,7 +274,7 @@ enum RegistrarConfig {
             }
             t_release();
         }
-        # @NAT_ROUTES@
+        # @NAT_RELAY_REPLY_ROUTE@
         # @GRUU_ROUTE@
         """#
 }

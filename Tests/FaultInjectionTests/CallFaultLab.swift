@@ -80,11 +80,13 @@ struct CallFaultLab {
         try #require(ready, "alice not bound: \(bindings); netres: \(log())")
     }
 
-    /// alice has exactly one binding, at the phone's current address.
+    /// alice has exactly one binding, at the phone's current address (its IPv6 one on an
+    /// IPv6-only link).
     func boundOnceAtCurrentAddress() async throws -> Bool {
-        let address = await lab.addresses(of: wifi).ipv4
+        let address = await lab.addresses(of: wifi)
         let contacts = try await registrar.bindings().map(\.contact).filter { $0.contains("\(Self.user)@") }
-        return contacts.count == 1 && contacts[0].contains("@\(address):")
+        return contacts.count == 1
+            && (contacts[0].contains("@\(address.ipv4):") || contacts[0].contains("@[\(address.ipv6)]:"))
     }
 
     /// The end of netres's log (its last `limit` characters), for a failure message.

@@ -40,12 +40,16 @@ extension RelayCallFaultTests {
         #expect(try await f.state(of: id) == "active")
     }
 
+    /// The call lab with the relay, alice's registrar named by ``registrarName``, `wifi` with `families`.
+    static func relayedPhone(_ lab: NetworkLab, families: LinkFamilies) async throws -> CallFaultLab {
+        var options = RegistrarOptions()
+        options.mediaRelay = true
+        return try await CallFaultLab(lab, options: options, registrarName: Self.registrarName, families: families)
+    }
+
     @Test func aCallMovesFromIPv4OnlyToIPv6OnlyAndBackAndStaysUp() async throws {
         try await withNetworkLab { lab in
-            var options = RegistrarOptions()
-            options.mediaRelay = true
-            let f = try await CallFaultLab(
-                lab, options: options, registrarName: Self.registrarName, families: .ipv4Only)
+            let f = try await Self.relayedPhone(lab, families: .ipv4Only)
             let far = try await f.farEnd("uas-relay-two-reinvites")
             let counter = try await lab.countDatagrams(in: f.server, toPort: far.mediaPort, from: f.registrar.address)
             let id = try await f.placeCall(to: far)
@@ -54,6 +58,35 @@ extension RelayCallFaultTests {
             let addresses = await lab.addresses(of: f.wifi)
             try await Self.move(f, to: .ipv6Only, at: addresses.ipv6, far: far, acks: 2, counter: counter, id: id)
             try await Self.move(f, to: .ipv4Only, at: addresses.ipv4, far: far, acks: 3, counter: counter, id: id)
+            try await f.ctl("hangup", id)
+            #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics()); netres: \(f.log())")
+        }
+    }
+
+    /// Issue 22 point 4, from the start of a call: a phone on an IPv6-only link registers over
+    /// IPv6 (Via and Contact with the bracketed address, RFC 3261 §19.1.1's `IPv6reference`) and
+    /// calls sipp, which stays IPv4-only; its offer's `c=IN IP6` (RFC 4566 §5.7) is where the
+    /// relay sends, the relay bridges the families, and the far end's media comes back to it
+    /// through the relay (netres echoes it).
+    @Test func anIPv6OnlyPhoneRegistersAndCallsOverIPv6WithMediaAtTheFarEnd() async throws {
+        try await withNetworkLab { lab in
+            let f = try await Self.relayedPhone(lab, families: .ipv6Only)
+            let address = await lab.addresses(of: f.wifi).ipv6
+            let registers = f.registrar.requests().filter { $0.kind == "REGISTERED" }
+            #expect(
+                !registers.isEmpty && registers.allSatisfy { $0.contact.contains("@[\(address)]:") },
+                "\(registers.map(\.contact))")
+            let far = try await f.farEnd("uas-relay-call")
+            let counter = try await lab.countDatagrams(in: f.server, toPort: far.mediaPort, from: f.registrar.address)
+            let id = try await f.placeCall(to: far)
+            let offer = try #require(
+                f.registrar.requests().first { $0.kind == "INVITE" && $0.user == CallFaultLab.user })
+            #expect(offer.fields["src"]?.hasPrefix("\(address):") == true, "over IPv6: \(offer.fields)")
+            #expect(try await f.mediaAddress(of: id)?.contains(address) == true, "the phone's media on IPv6")
+            let (flowing, count) = await Self.grows(counter, past: 0)
+            let relay = (try? await f.registrar.relaySessions()) ?? "no listing"
+            #expect(flowing, "media at the far end: \(count); relay: \(relay); netres: \(f.log())")
+            #expect(relay.contains(address), "the relay sends to the phone's IPv6 address: \(relay)")
             try await f.ctl("hangup", id)
             #expect(await far.exitCode(within: .seconds(15)) == 0, "sipp: \(far.diagnostics()); netres: \(f.log())")
         }

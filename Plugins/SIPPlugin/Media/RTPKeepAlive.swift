@@ -10,8 +10,10 @@
 /// RFC 3550) while every middlebox on the way refreshes its mapping.
 ///
 /// Invariants: nothing is sent without a target (a negotiated far end with a port); at most one
-/// packet per ``interval`` plus one when the target changes (so a relay or NAT learns a new
-/// source address at once after a move, before the far end's media arrives); the interval is
+/// packet per ``interval`` plus one per completed offer/answer (so a relay or NAT learns our
+/// source address at once after a move or a NAT rebinding, before the far end's media arrives:
+/// a relay such as rtpengine learns a stream's source anew after each exchange, and after a
+/// rebinding nothing of the far end's reaches us to echo until we sent); the interval is
 /// clamped to ``intervalRange``; the payload type is never one of the negotiated formats.
 public struct RTPKeepAlive: Hashable, Sendable {
     public typealias Instant = ContinuousClock.Instant
@@ -56,13 +58,13 @@ public struct RTPKeepAlive: Hashable, Sendable {
         return lastSent.map { $0 + interval }
     }
 
-    /// A negotiation (or a re-latch) set the far end to `target`, with `negotiated` payload types
-    /// in use; a changed target gets one keep-alive at once.
+    /// A negotiation set the far end to `target`, with `negotiated` payload types in use: one
+    /// keep-alive at once when there is a target, the same one as before included (a re-INVITE
+    /// after a NAT rebinding keeps it, yet our public source changed).
     public mutating func retarget(_ target: RTPEndpoint?, negotiated: Set<Int>, at now: Instant) -> [Packet] {
         payloadType = (96...127).reversed().first { !negotiated.contains($0) } ?? 127
-        let changed = target != self.target
         self.target = target
-        guard changed, let target else { return [] }
+        guard let target else { return [] }
         return [packet(to: target, at: now)]
     }
 

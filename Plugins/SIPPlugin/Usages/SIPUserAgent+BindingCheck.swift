@@ -36,6 +36,8 @@ extension SIPUserAgent {
             if flow.isActive { await flow.abandon() }
             throw PluginError.permanent("binding query: no answer within \(timeout); flow closed and reported lost")
         }
+        // Its Via names the flow's public address like a keep-alive's answer (SIPUserAgent+NAT).
+        flow.sharedSocket?.observeMapping(response.viaPublicAddress)
         guard let status = response.status, (200..<300).contains(status) else {
             // The flow carried an answer; what the registrar thinks of queries is no verdict.
             logger.debug("sip.binding-query-answered", metadata: ["status": "\(response.status ?? 0)"])

@@ -18,7 +18,8 @@ extension SIPUserAgent {
     ///
     /// Once the binding has gone unconfirmed for three quarters of the account's interval, the
     /// ping is a binding query instead, when it is this account's turn at its registrar
-    /// (`BindingCheck`, `BindingQueryTurns`, `checkBinding(over:)`).
+    /// (`BindingCheck`, `BindingQueryTurns`, `checkBinding(over:)`); its answer names the public
+    /// address too, so a rebinding is noticed on a query as on a keep-alive.
     ///
     /// A ping proves only the flow the registration was bound through: when the flow is another
     /// (opened since the last 2xx to a REGISTER, e.g. after the registrar dropped the old one)
@@ -36,7 +37,11 @@ extension SIPUserAgent {
             try await register(path: path)
             return
         }
-        if bindingQueryDue(over: flow) { return try await checkBinding(over: flow) }
+        if bindingQueryDue(over: flow) {
+            try await checkBinding(over: flow)
+            _ = try await registerAgainIfMappingChanged(flow: flow, path: path)
+            return
+        }
         let answered: Bool
         switch flow.kind {
         case .tcp, .tls: answered = try await pingStream(flow)

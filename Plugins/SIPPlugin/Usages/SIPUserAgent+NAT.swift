@@ -49,9 +49,12 @@ extension SIPUserAgent {
 
     /// After an answered keep-alive: when the registrar now sees the flow from another address
     /// or port than it did at the last REGISTER (a NAT rebinding), registers again at once
-    /// through it, so calls reach the new mapping. True when it did.
+    /// through it, so calls reach the new mapping, and re-INVITEs the calls in progress
+    /// (``reinviteCallsAfterRebinding(at:path:)``). True when it registered.
     func registerAgainIfMappingChanged(flow: SIPTransport, path: NetworkPath) async throws -> Bool {
-        guard flow.kind == .udp, registration.registeredFlow === flow, let registered = registration.publicAddress,
+        // A binding a query found lost (granted nil) is being registered again by the runtime already.
+        guard flow.kind == .udp, registration.granted != nil, registration.registeredFlow === flow,
+            let registered = registration.publicAddress,
             let seen = flow.sharedSocket?.observedMapping, seen != registered
         else { return false }
         logger.notice(
@@ -60,8 +63,33 @@ extension SIPUserAgent {
                 "registered": "\(LogText.escaped(registered, limit: 64))",
                 "seen": "\(LogText.escaped(seen, limit: 64))",
             ])
+        let rebound = clock.now
         try await register(path: path)
+        await reinviteCallsAfterRebinding(at: rebound, path: path)
         return true
+    }
+
+    /// The rebinding moved every mapping of this host, not only the SIP flow's: the proxy fixed
+    /// each call's Contact to the old public port (so the far end's in-dialog requests go
+    /// nowhere), and the far end or relay sends media to the old public media port. Each call
+    /// with a dialog (at most ``maximumCallsLooked``) is re-INVITEd (RFC 3261 §12.2: a target
+    /// refresh, so the proxy fixes the Contact again from the new mapping); the media session
+    /// then greets the far end from its socket (``RTPKeepAlive``), which opens the new media
+    /// mapping and lets a relay learn it. The rebinding counts as a loss that ended when it was
+    /// seen, so an earlier recovery over the same flow does not coalesce this one. A failed
+    /// re-INVITE is logged; the call's own rules (481, 408) end a call the far end lost.
+    func reinviteCallsAfterRebinding(at instant: ContinuousClock.Instant, path: NetworkPath) async {
+        let ids = calls.all.prefix(Self.maximumCallsLooked).filter { $0.value.dialogID.remoteTag != nil }.map(\.key)
+        // A call that ended while an earlier one was re-INVITEd has left the table.
+        for id in ids where calls[id] != nil {
+            do {
+                try await reinvite(id, path: path, after: instant..<instant)
+            } catch {
+                logger.notice(
+                    "sip.call-reinvite-after-rebinding-failed",
+                    metadata: ["call": "\(id)", "error": "\(LogText.escaped("\(error)", limit: 200))"])
+            }
+        }
     }
 }
 
