@@ -141,7 +141,9 @@ struct NATFaultTests {
             }
             try #require(again, "no REGISTER after the rebinding: \(setup.log)")
             let after = setup.registerSources(since: rebound)
-            #expect(after.first != before, "REGISTER from \(after) after \(String(describing: before))")
+            // The last, not the first: a binding query already on its way when the rebinding was
+            // injected still arrives from the old port.
+            #expect(after.last != before, "REGISTER from \(after) after \(String(describing: before))")
             let publicAddress = await lab.publicAddress(of: setup.nat)
             #expect(after.allSatisfy { $0.hasPrefix(publicAddress + ":") }, "\(after)")
             #expect(setup.log.contains("sip.nat-mapping-changed"), "\(setup.log)")
