@@ -83,6 +83,16 @@ struct FaultMatrixNATTests {
                 // resume; elsewhere each fault is checked on its own.
                 let batches = appState == "suspended" ? [Row.allCases] : Row.allCases.map { [$0] }
                 for rows in batches {
+                    // Suspended, "nothing sent" is about the faults: work the previous state began
+                    // (a REGISTER in backoff after the background cell's broken TCP connection)
+                    // must have ended first, or its retry counts as sent while suspended.
+                    if appState == "suspended" {
+                        let idle = await eventually(within: .seconds(30)) {
+                            Self.nothingRetrying(
+                                (try? String(contentsOfFile: lab.directory + "/netres.log", encoding: .utf8)) ?? "")
+                        }
+                        try #require(idle, "work of the previous state still retrying: \(matrix.log(lab))")
+                    }
                     try await probe.waitForQuiet()
                     let began = realtime()
                     let quietFrom = try await probe.sample().after
@@ -118,7 +128,9 @@ struct FaultMatrixNATTests {
                     let bounded = registers.allSatisfy { $0 <= FaultMatrixTests.registerBound }
                     #expect(pass, "\(rows) in \(state): \(why), rebound: \(rebound()); \(matrix.log(lab))")
                     #expect(bounded, "\(rows) in \(state): REGISTERs \(registers)")
-                    #expect(sentWhileSuspended == 0, "\(rows) suspended: \(sentWhileSuspended) packets sent")
+                    #expect(
+                        sentWhileSuspended == 0,
+                        "\(rows) suspended: \(sentWhileSuspended) packets sent; \(matrix.log(lab))")
                     let seconds = Double((ContinuousClock.now - ended).components.seconds)
                     for row in rows {
                         let clean = pass && bounded && sentWhileSuspended == 0
@@ -133,5 +145,18 @@ struct FaultMatrixNATTests {
                 }
             }
         }
+    }
+
+    /// Whether no service's last action line in the client's event log is `started` or
+    /// `retrying`: the executor has nothing in flight or in backoff.
+    static func nothingRetrying(_ log: String) -> Bool {
+        var last: [Substring: Substring] = [:]
+        for line in log.split(separator: "\n") where line.contains(" action ") {
+            guard let arrow = line.range(of: " -> ") else { continue }
+            let head = line[..<arrow.lowerBound].split(separator: " ")
+            guard head.count >= 2 else { continue }
+            last[head[head.count - 2]] = line[arrow.upperBound...].split(separator: " ").first ?? ""
+        }
+        return !last.values.contains { $0 == "started" || $0 == "retrying" }
     }
 }
