@@ -27,6 +27,9 @@ extension NetworkLab {
     /// sipp ends by its own timeout in any case and the lab stops it at shutdown. A call not
     /// answered is not cancelled: the registrar's transaction timer ends it.
     /// - Parameters:
+    ///   - account: the called user (the Request-URI's user part).
+    ///   - registrar: the registrar the INVITE goes through.
+    ///   - host: the host sipp runs in.
     ///   - port: sipp's SIP port in `host` (one per concurrent caller), 1024–65000.
     ///   - mediaPort: its RTP port.
     ///   - bound: how long the caller waits for the 180 and the 200 (1 s … ``longestFault``).
