@@ -10,8 +10,10 @@ import NetworkLab
 /// `minutes`; the window counts its wake-ups (``IdleMeter``), its STUN keep-alives (debug log)
 /// and the REGISTERs the registrar saw (binding queries, issue 23's binding check, among them:
 /// some pings are queries), then sipp calls it through the registrar: reachable or not. Then `rebindings` times the
-/// NAT rebinds (new public port) at a random point of the keep-alive cycle: each sample is the
-/// time from the rebinding to the registrar's `REGISTERED` from the new port, beside the
+/// NAT rebinds (new public port) at a random point of the keep-alive cycle, with one call from
+/// netres up through Kamailio and rtpengine for all the rounds (``NATMediaProbe``): each round
+/// samples the time from the rebinding to the registrar's `REGISTERED` from the new port, and to
+/// media restored (the first echo the relay delivers to the far end again), beside the
 /// registrar's round trip measured in the same run from the client's host through the NAT
 /// (``RegistrarRoundTrip``: 20 OPTIONS, before the idle window).
 ///
@@ -26,11 +28,14 @@ struct NATBenchmark {
         try await withNetworkLab { lab in
             var options = RegistrarOptions()
             options.nat = RegistrarNAT(flowTimer: 25)
+            options.mediaRelay = true
             let network = try await lab.addClientBehindNAT(options: options, nat: NATOptions(udpTimeout: .seconds(30)))
             guard let nat = network.nat else { throw BenchError("nat: no NAT in the lab") }
             let registrar = network.registrar
             let config = lab.directory + "/nat.yaml"
+            let socket = lab.directory + "/nat.sock"
             try """
+            control-socket: \(socket)
             interfaces: [\(network.initial.interface)]
             hold-down: 0
             accounts: [{name: nat, registrar: \(registrar.address), domain: \(registrar.address), transport: udp,
@@ -58,11 +63,16 @@ struct NATBenchmark {
             let registers = idle.filter { $0.kind == "REGISTER" }.count
             let queries = idle.filter { $0.kind == "QUERIED" }.count
             let reached = try await callReaches(lab: lab, network: network)
+            let media = try await NATMediaProbe.start(lab: lab, network: network, netres: netres, socket: socket)
             var recoveries: [Duration] = []
+            var restorations: [Duration] = []
             for _ in 0..<rebindings {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1000...20_000)))
+                try await media.waitForQuiet()
+                let floor = try await media.packets()
                 let at = realtime()
                 try await lab.inject(.natRebinding(nat))
+                async let restored = media.restored(past: floor)
                 let bound = await eventually(within: .seconds(30)) {
                     registrar.requests().contains { $0.kind == "REGISTERED" && $0.at >= at }
                 }
@@ -70,12 +80,18 @@ struct NATBenchmark {
                 if let done = registrar.requests().first(where: { $0.kind == "REGISTERED" && $0.at >= at }) {
                     recoveries.append(.seconds(done.at - at))
                 }
+                let seen = await restored
+                if let seen { restorations.append(.seconds(seen - at)) }
+                let line =
+                    "rebinding: binding \(recoveries.last.map { "\($0)" } ?? "-"), media \(seen.map { "\($0 - at) seconds" } ?? "not restored")\n"
+                FileHandle.standardError.write(Data(line.utf8))
             }
             print(
                 Self.report(
                     minutes: minutes, cost: cost, pings: pings, registers: registers, queries: queries,
                     reached: reached,
-                    recoveries: LatencyStats(recoveries), roundTrips: LatencyStats(roundTrips)))
+                    recoveries: LatencyStats(recoveries), restorations: LatencyStats(restorations),
+                    roundTrips: LatencyStats(roundTrips)))
         }
     }
 
@@ -88,7 +104,7 @@ struct NATBenchmark {
 
     static func report(
         minutes: Int, cost: IdleCost, pings: Int, registers: Int, queries: Int, reached: Bool, recoveries: LatencyStats,
-        roundTrips: LatencyStats
+        restorations: LatencyStats, roundTrips: LatencyStats
     ) -> String {
         let hours = Double(minutes) / 60
         return """
@@ -103,6 +119,7 @@ struct NATBenchmark {
             | after a NAT rebinding (ms) | n | p50 | p99 | max | p50 ÷ round trip p50 |
             |---|---|---|---|---|---|
             | rebinding → new binding at the registrar | \(recoveries.count) | \(format1(recoveries.p50 / 1000)) | \(format1(recoveries.p99 / 1000)) | \(format1(recoveries.max / 1000)) | \(format1(recoveries.p50 / roundTrips.p50))× |
+            | rebinding → media restored (the call's first datagram through the relay at the far end again; \(restorations.count) of \(recoveries.count) rounds) | \(restorations.count) | \(format1(restorations.p50 / 1000)) | \(format1(restorations.p99 / 1000)) | \(format1(restorations.max / 1000)) | \(format1(restorations.p50 / roundTrips.p50))× |
             | registrar round trip (OPTIONS → 200 through the NAT) | \(roundTrips.count) | \(format3(roundTrips.p50 / 1000)) | \(format3(roundTrips.p99 / 1000)) | \(format3(roundTrips.max / 1000)) | 1× |
             """
     }

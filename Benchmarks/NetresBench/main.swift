@@ -10,7 +10,7 @@
 //   netres-bench idle-daemon [seconds]              a daemon at rest after hooks, a flap and a wait (root)
 //   netres-bench failover [rounds] [accounts] [two-flow accounts]  primary registrar killed → all bound at the backup (root)
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
-//   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding recovery (root)
+//   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
 import Foundation
 import ResilienceDaemon
