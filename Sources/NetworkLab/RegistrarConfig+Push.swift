@@ -110,26 +110,25 @@ extension RegistrarConfig {
             exit;
         }
 
+        # A MESSAGE for a user bound now goes to the binding, its 200 logged as delivered.
+        route[PUSH_DELIVER] {
+            if (!lookup("location")) {
+                sl_send_reply("404", "Not Found");
+                exit;
+            }
+            t_on_reply("PUSH_DELIVERED");
+            t_relay();
+            exit;
+        }
+
         route[PUSH_MESSAGE] {
             # m_dump's deliveries come from the proxy's own port: relay them to the new Contact.
             if (src_ip == myself && $sp == @PORT@) {
-                if (!lookup("location")) {
-                    sl_send_reply("404", "Not Found");
-                    exit;
-                }
-                t_on_reply("PUSH_DELIVERED");
-                t_relay();
-                exit;
+                route(PUSH_DELIVER);
             }
             route(PUSH_TOKEN);
             if ($var(prid) == "") {
-                if (!lookup("location")) {
-                    sl_send_reply("404", "Not Found");
-                    exit;
-                }
-                t_on_reply("PUSH_DELIVERED");
-                t_relay();
-                exit;
+                route(PUSH_DELIVER);
             }
             if (!t_newtran()) {
                 sl_reply_error();
