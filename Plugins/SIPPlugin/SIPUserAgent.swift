@@ -99,6 +99,9 @@ public actor SIPUserAgent {
     var boundTarget: SIPTarget?
     var probeFlows: Set<ObjectIdentifier> = []
     var probing = false
+    /// Flows whose opening a newer one replaced (``install(_:generation:)``): a REGISTER that
+    /// failed while this grew says nothing of its server, so it moves no account to another.
+    var supersededOpenings: UInt64 = 0
     /// RFC 5626 §4.2: the second flow of an `outbound` account with `flows: 2`.
     var secondFlow = SecondFlowState()
 
@@ -237,6 +240,7 @@ public actor SIPUserAgent {
     private func install(_ opened: SIPTransport, generation: UInt64) async throws -> SIPTransport {
         guard opening?.generation == generation else {
             logger.info("sip.transport-superseded", metadata: ["address": "\(opened.localHost)"])
+            supersededOpenings &+= 1
             await opened.close(graceful: false)
             throw PluginError("the flow from \(opened.localHost) was superseded while it opened")
         }

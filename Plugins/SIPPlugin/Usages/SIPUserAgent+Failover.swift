@@ -26,6 +26,7 @@ extension SIPUserAgent {
         var tries = 0
         while true {
             let target = try await currentTarget()
+            let supersededBefore = supersededOpenings
             do {
                 try await registerOnCurrentTarget(path: path)
                 failover.bound(at: clock.now)
@@ -41,6 +42,9 @@ extension SIPUserAgent {
                 }
                 return
             } catch let error as PluginError where error.isRetryable && error.retryAfter == nil && !Task.isCancelled {
+                // A flow superseded while it opened (a newer path's flow replaced it): the
+                // server was never tried, and the newer opening's REGISTER follows.
+                guard supersededOpenings == supersededBefore else { throw error }
                 tries += 1
                 let moved = failover.failed(target)
                 logger.warning(
