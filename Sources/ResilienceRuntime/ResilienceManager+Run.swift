@@ -222,6 +222,8 @@ extension ResilienceManager {
             guard !isShuttingDown else { return }
             let downtime: Duration? = if case .restored(let downtime) = item.transition?.kind { downtime } else { nil }
             await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions, restoredAfter: downtime)
+        } else if Self.mayChangeSuspension(item.trigger) {
+            await submitAcrossSuspension(actions, trigger: item.trigger)
         } else {
             await executor.submit(actions, epoch: epoch)
         }

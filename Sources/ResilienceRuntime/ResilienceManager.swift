@@ -39,6 +39,8 @@ public import ServiceLifecycle
 ///   interruption and the network path (availability is derived from it) have one owner, the
 ///   rules engine. Status, the scheduler and the executor read them from there, so ``status()``'s
 ///   path is the one the executor hands plugins and the decisions were made on.
+/// - Suspended is asleep: work decided before the suspension (a retry in backoff) waits for the
+///   app to wake, except a push-woken account's or a call's (`ResilienceManager+Suspension.swift`).
 /// - Flap damping (``FlapDamping``, configured by `Policy.flapDamping`): every loss of the path
 ///   and every app-state change counts as a flap. While suppressed, a return of the path and
 ///   app-state changes are held, not decided (nothing is sent meanwhile: the rules engine and the
@@ -248,14 +250,20 @@ public actor ResilienceManager: Service {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
         await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
-        if rules.appState == .suspended { await updateSleep() }
+        if rules.appState == .suspended {
+            await updateSleep()
+            await submitAcrossSuspension([], trigger: nil)
+        }
     }
 
     /// Stops tracking a service.
     public func remove(_ id: ServiceID) async {
         services.removeValue(forKey: id)
         await scheduler.remove(id)
-        if rules.appState == .suspended { await updateSleep() }
+        if rules.appState == .suspended {
+            await updateSleep()
+            await submitAcrossSuspension([], trigger: nil)
+        }
     }
 
     /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its
