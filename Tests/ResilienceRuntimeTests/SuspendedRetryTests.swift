@@ -87,6 +87,38 @@ struct SuspendedRetryTests {
         try await run.value
     }
 
+    /// One line per change, however many services: at most five names per list, escaped.
+    @Test func theHoldLineNamesAtMostFiveServicesEscaped() {
+        let many = (1...7).map { ServiceID("acct\($0).reg") }
+        let hold = SuspensionHoldEvent(
+            trigger: .app(.suspending), appState: .suspended, held: many, released: ["evil\nline.reg"], at: clock.now)
+        let line = ResilienceEvent.suspensionHold(hold).description
+        #expect(
+            line == "hold app.suspending -> held 7 (acct1.reg, acct2.reg, acct3.reg, acct4.reg, acct5.reg, +2 more), "
+                + "released 1 (evil\\nline.reg)")
+        #expect(!line.contains("\n"))
+    }
+
+    /// A call keeps its account awake (it runs at full service while suspended): the account's
+    /// held retry runs as soon as the call is known.
+    @Test func aCallOfTheAccountWhileSuspendedReleasesItsHeldRetry() async throws {
+        let (manager, events, group, run) = try await start(["alice"])
+        await manager.setAppState(.suspended)
+        try await events.wait { $0.contains { $0.decision?.trigger == .app(.suspending) } }
+        #expect(try await noTimerWithinAnHour())
+        #expect(attempts("alice.reg") == [1])
+
+        await manager.register(ClientService(id: "alice.call", kind: .call(.incoming, .active), account: "alice"))
+        try await events.wait("the retry") {
+            $0.contains { $0.action?.action.service == "alice.reg" && $0.action?.isSucceeded == true }
+        }
+        #expect(attempts("alice.reg") == [1, 2])
+        let last = events.recorded.compactMap(\.suspensionHold).last
+        #expect(last?.released == ["alice.reg"] && last?.trigger == nil)
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
     /// The push replaces alice's held REGISTER with its own, whose retries run while suspended;
     /// bob, whom no push woke, stays held until the app wakes.
     @Test func aPushWokenAccountRetriesWhileSuspendedAndTheOthersStayHeld() async throws {
