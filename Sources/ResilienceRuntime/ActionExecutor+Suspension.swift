@@ -11,7 +11,8 @@ public import ResilienceCore
 ///   `when: [suspended]`) are what the policy keeps alive: they run, and so do their retries.
 ///   A newer decision replaces held work like any pending work (`superseded`).
 /// - Services kept awake (the manager's: a push-woken account's, an account's with a call) are
-///   never held; when a service joins them, its held work starts at once.
+///   never held; when a service joins them, its held work starts at once. When it leaves them
+///   (the wake window ended), the work decided before then is held again, like at the suspension.
 /// - On waking (``setSuspended(_:keepingAwake:then:epoch:)`` with `false`) every held action is
 ///   due at once (a retry keeps its backoff exponent); the path's own hold still applies.
 extension ActionExecutor {
@@ -20,6 +21,14 @@ extension ActionExecutor {
         /// Batches numbered up to this one were decided before the app was suspended.
         var lastBatchBefore: UInt64
         var awake: Set<ServiceID>
+        /// Services that were kept awake while suspended and no longer are, with the last batch
+        /// decided before they fell asleep again (a push's wake window ended).
+        var asleepAgain: [ServiceID: UInt64] = [:]
+
+        /// Whether work of `service` from `batch` was decided before the service fell asleep.
+        func holds(_ service: ServiceID, batch: UInt64) -> Bool {
+            !awake.contains(service) && batch <= max(lastBatchBefore, asleepAgain[service] ?? 0)
+        }
     }
 
     /// What one ``setSuspended(_:keepingAwake:then:epoch:)`` changed: the services whose next
@@ -47,10 +56,12 @@ extension ActionExecutor {
         epoch: NetworkEpoch
     ) -> SuspensionChange {
         let before = heldWhileSuspended()
-        if suspended {
-            suspension = SuspensionHold(lastBatchBefore: suspension?.lastBatchBefore ?? nextBatch, awake: awake)
+        if suspended, var hold = suspension {
+            for id in hold.awake.subtracting(awake) { hold.asleepAgain[id] = nextBatch }
+            hold.awake = awake
+            suspension = hold
         } else {
-            suspension = nil
+            suspension = suspended ? SuspensionHold(lastBatchBefore: nextBatch, awake: awake) : nil
         }
         submit(actions, epoch: epoch)
         let after = heldWhileSuspended()
@@ -70,8 +81,7 @@ extension ActionExecutor {
     /// Whether an action waits for the suspended app to wake (see the invariants above).
     func isHeldWhileSuspended(_ queued: Queued) -> Bool {
         guard let suspension else { return false }
-        return queued.batch <= suspension.lastBatchBefore && !suspension.awake.contains(queued.action.service)
-            && !isLocal(queued.action)
+        return suspension.holds(queued.action.service, batch: queued.batch) && !isLocal(queued.action)
     }
 
     /// The services whose next action waits for the app to wake.

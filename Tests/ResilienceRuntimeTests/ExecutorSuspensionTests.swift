@@ -56,6 +56,21 @@ struct ExecutorSuspensionTests {
         #expect(attempts("reg") == 2)
     }
 
+    /// A push woke the account: its own REGISTER retries while suspended; when the wake window
+    /// ends, the retry still waiting is held like work decided before the suspension.
+    @Test func aRetryOfAWokenServiceIsHeldWhenItSleepsAgain() async throws {
+        let (executor, events) = makeExecutor()
+        await executor.setSuspended(true, epoch: .initial)
+        await executor.setSuspended(true, keepingAwake: ["reg"], epoch: .initial)
+        try await failOnce(executor, events, "reg")
+        #expect(await executor.status()["reg"]?.retryAt != nil, "awake, its retry keeps its time")
+        #expect(await executor.setSuspended(true, epoch: .initial) == .init(held: ["reg"]))
+        let status = await executor.status()["reg"]
+        #expect(status?.waitingForWakeUp == true && status?.retryAt == nil)
+        clock.advance(by: .seconds(600))
+        #expect(attempts("reg") == 1)
+    }
+
     /// An attempt running when the app is suspended ends on its own (here: its timeout); its
     /// retry is held, with no instant, until the app wakes.
     @Test func anAttemptRunningAtTheSuspensionEndsAndItsRetryIsHeld() async throws {
