@@ -124,7 +124,7 @@ struct NonInviteClientTransactionTests {
         }
         let answered = await peer.run { peer -> Bool in
             var last: (bytes: [UInt8], from: sockaddr_in)?
-            for _ in 0..<answeredCopy { last = peer.receive(within: 5) }
+            for _ in 0..<answeredCopy { last = peer.receive(within: UDPTestPeer.arrivalGuard) }
             guard let (bytes, from) = last, let copy = try? SIPParser.parse(datagram: bytes) else { return false }
             peer.send(copy.makeResponse(status: 200, reason: "OK", toTag: "c").serialized(), to: from)
             return true

@@ -65,7 +65,7 @@ struct RTPEchoSessionNATTests {
             NegotiatedMedia(remoteAddress: "127.0.0.1", remotePort: far.port, direction: .inactive, payloadType: "0"))
         let received = await far.run { far -> [([UInt8], Int)] in
             (0..<4).compactMap { _ in
-                far.receive(within: 5).map { ($0.bytes, Int(UInt16(bigEndian: $0.from.sin_port))) }
+                far.receive(within: UDPTestPeer.arrivalGuard).map { ($0.bytes, Int(UInt16(bigEndian: $0.from.sin_port))) }
             }
         }
         try #require(received.count == 4, "keep-alives heard: \(received.count)")
@@ -94,13 +94,13 @@ struct RTPEchoSessionNATTests {
         _ = try await session.describe(localAddress: "127.0.0.1", direction: .sendrecv, answering: nil)
         try await session.negotiated(
             NegotiatedMedia(remoteAddress: "127.0.0.1", remotePort: far.port, direction: .sendonly))
-        #expect(await far.run { $0.receive(within: 5) } != nil, "the first at once")
+        #expect(await far.run { $0.receive(within: UDPTestPeer.arrivalGuard) } != nil, "the first at once")
         await clock.waitForSleepers()
         clock.advance(by: .seconds(14))
         #expect(await far.run { $0.receive(within: 0.5) } == nil, "nothing before 15 s of silence")
         await clock.waitForSleepers()
         clock.advance(by: .seconds(1))
-        #expect(await far.run { $0.receive(within: 5) } != nil, "the next at 15 s")
+        #expect(await far.run { $0.receive(within: UDPTestPeer.arrivalGuard) } != nil, "the next at 15 s")
         #expect(await session.keepAlivesSent == 2)
         await session.close()
     }

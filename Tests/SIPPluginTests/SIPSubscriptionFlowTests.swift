@@ -14,11 +14,9 @@ struct SIPSubscriptionFlowTests {
     /// The scripted registrar's log: each request's method and the address it came from.
     static func serve(_ peer: UDPTestPeer, requests: Int) -> [String] {
         var log: [String] = []
-        var first = true
         while log.count < requests {
-            let wait = first ? UDPTestPeer.firstDatagramWait : 5
-            first = false
-            guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: wait) else { return log }
+            guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
+            else { return log }
             guard let method = request.method else { continue }
             log.append("\(method) from \(String(cString: inet_ntoa(from.sin_addr)))")
             var response = request.makeResponse(status: 200, reason: "OK", toTag: "srv")
@@ -78,7 +76,7 @@ struct SIPSubscriptionFlowTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var log: [String] = []
-                let first = UDPTestPeer.firstDatagramWait
+                let first = UDPTestPeer.arrivalGuard
                 guard let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: first) else {
                     return log
                 }
