@@ -50,7 +50,8 @@ struct ContactTwinTests {
         let answer = await stranger.run { peer -> (SIPMessage, Int)? in
             peer.send(strayBytes, to: target)
             peer.send(request.serialized(), to: target)
-            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard), let message = try? SIPParser.parse(datagram: bytes)
+            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                let message = try? SIPParser.parse(datagram: bytes)
             else { return nil }
             return (message, ContactProbe.port(of: from))
         }

@@ -65,7 +65,9 @@ struct RTPEchoSessionNATTests {
             NegotiatedMedia(remoteAddress: "127.0.0.1", remotePort: far.port, direction: .inactive, payloadType: "0"))
         let received = await far.run { far -> [([UInt8], Int)] in
             (0..<4).compactMap { _ in
-                far.receive(within: UDPTestPeer.arrivalGuard).map { ($0.bytes, Int(UInt16(bigEndian: $0.from.sin_port))) }
+                far.receive(within: UDPTestPeer.arrivalGuard).map {
+                    ($0.bytes, Int(UInt16(bigEndian: $0.from.sin_port)))
+                }
             }
         }
         try #require(received.count == 4, "keep-alives heard: \(received.count)")

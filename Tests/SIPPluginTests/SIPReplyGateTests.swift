@@ -54,7 +54,9 @@ struct SIPReplyGateTests {
                 step.withLock { $0 = .askedWhileDown }
                 guard wait(for: .pathUp) else { return ["path never up"] }
                 peer.send(Self.options(port: port), to: from)
-                let afterReturn = SIPSubscriptionPeerTests.nextRequest(peer, within: UDPTestPeer.arrivalGuard).map { "\($0.0.status ?? 0)" }
+                let afterReturn = SIPSubscriptionPeerTests.nextRequest(peer, within: UDPTestPeer.arrivalGuard).map {
+                    "\($0.0.status ?? 0)"
+                }
                 return [whileDown ?? "nothing", afterReturn ?? "nothing"]
             }
         }

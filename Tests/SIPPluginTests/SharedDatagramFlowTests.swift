@@ -101,7 +101,9 @@ struct SharedDatagramFlowTests {
         try await alice.send(request("OPTIONS", from: alice, user: "alice"))
         let port = alice.localPort
         await peer.run { peer in
-            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard), let sent = try? SIPParser.parse(datagram: bytes) else {
+            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                let sent = try? SIPParser.parse(datagram: bytes)
+            else {
                 return
             }
             var strays: [SIPMessage] = []
