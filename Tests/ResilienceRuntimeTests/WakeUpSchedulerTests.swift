@@ -3,7 +3,7 @@ import ResilienceRuntime
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct WakeUpSchedulerTests {
     let clock = ManualClock()
     let batches = AsyncStream<[ServiceID]>.makeStream()

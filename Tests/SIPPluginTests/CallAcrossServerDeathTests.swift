@@ -13,7 +13,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled && LabRegistrar.isInstalled, "sipp or Kamailio missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct CallAcrossServerDeathTests {
     /// An answered call whose route set is `proxy`, the primary killed and the account moved to the

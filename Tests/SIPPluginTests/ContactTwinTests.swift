@@ -13,7 +13,7 @@ import Testing
 /// go back from the same port, responses go to the account their branch names (for its
 /// transactions: a dialog's remote target answers at the Contact), and a thousand accounts
 /// still cost one socket and its twin.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ContactTwinTests {
     let hub = DatagramFlowHub(log: ThrottledLog(logger: testLogger("contact-twin"), clock: ContinuousClock()))
     let inbox = SharedDatagramFlowTests.Inbox()

@@ -16,7 +16,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled && LabRegistrar.isInstalled, "sipp or Kamailio missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct DialogTargetTests {
     @Test(arguments: [SIPTransportKind.udp, .tcp])

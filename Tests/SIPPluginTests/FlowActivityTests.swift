@@ -7,7 +7,7 @@ import Testing
 
 /// Responses on a flow reach the runtime as `.flowActive` (so the flow's ping waits): real
 /// datagrams from a scripted loopback peer for the wire, instants passed in for the gap.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct FlowActivityTests {
     @Test func aMatchedResponseIsReportedWithTheRegistrationAndAStrayOneIsNot() async throws {
         let peer = try UDPTestPeer()

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 25, on real loopback sockets: a hostile peer's flood is answered at once and bounded,
 /// big datagrams arrive whole, and a head with too many lines costs a stream nothing but a 400.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct HostileInputTests {
     /// An agent subscribed through `peer` (its notifier): then `script` runs on the peer's thread
     /// with the SUBSCRIBE and the agent's address. The agent is closed at the end.

@@ -8,7 +8,7 @@ import Testing
 
 /// The INVITE client transaction over a real UDP socket to a scripted peer, every timer on a
 /// ManualClock: retransmissions and timeouts are counted, no real second passes per timer.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InviteClientDriverTests {
     static let timers = SIPTimers()
 

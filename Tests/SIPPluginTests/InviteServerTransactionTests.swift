@@ -8,7 +8,7 @@ import Testing
 
 /// RFC 3261 §17.2.1 with RFC 6026 and §9.2, through the server transaction table, timers on a
 /// ManualClock the test moves: no real time passes.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InviteServerTransactionTests {
     static let timers = SIPTimers()
 

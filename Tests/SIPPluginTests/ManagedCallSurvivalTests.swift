@@ -23,7 +23,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct ManagedCallSurvivalTests {
     /// How long the path stays lost: longer than the short budget, far shorter than the long one.

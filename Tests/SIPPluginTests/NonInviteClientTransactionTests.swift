@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// RFC 3261 §17.1.2 timers E and F, on a clock the test moves.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct NonInviteClientTransactionTests {
     static let timers = SIPTimers()
     static let provisional = SIPMessage(startLine: .response(status: 100, reason: "Trying"))

@@ -7,7 +7,7 @@ import Testing
 
 /// The built-in media session on loopback with a far end whose NAT changed its media port
 /// (symmetric RTP, ``RTPLatch``) and with a held stream kept alive (RFC 6263, ``RTPKeepAlive``).
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct RTPEchoSessionNATTests {
     /// A PCMU packet with `sequence` and a 160-byte payload.
     static func pcmu(_ sequence: UInt16, ssrc: UInt8 = 0x42) -> [UInt8] {

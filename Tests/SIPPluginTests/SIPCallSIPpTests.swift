@@ -13,7 +13,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPCallSIPpTests {
     /// An agent whose flow goes to sipp (sipp is the outbound proxy and the far end at once).

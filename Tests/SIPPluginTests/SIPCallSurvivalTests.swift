@@ -11,7 +11,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPCallSurvivalTests {
     static let t0 = ContinuousClock.now

@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// Flow losses against scripted peers on loopback: which endings are reported, and which not.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPFlowLossTests {
     func makeAgent(
         port: Int, transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),

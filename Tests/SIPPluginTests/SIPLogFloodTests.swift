@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 13 item 5: a peer cannot flood the log (warnings are rate-limited per kind, with a
 /// count of what was suppressed) or forge lines in it (wire values are escaped).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPLogFloodTests {
     /// An OPTIONS from the peer; its answer proves every datagram sent before it was read.
     static func probe(_ index: Int, port: Int) -> [UInt8] {

@@ -6,7 +6,7 @@ import Testing
 /// account registers at Kamailio, subscribes, and calls sipp through it.
 @Suite(
     .enabled(if: LabRegistrar.isInstalled && SIPpHarness.isInstalled, "Kamailio or sipp missing: SKIPPED"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
 struct SIPPluginArticleTests {
     @Test func theArticlesPhoneRegistersSubscribesAndCallsThroughKamailio() async throws {
         let sipp = try await SIPpHarness.start(scenario: "uas-answer-bye")

@@ -9,7 +9,7 @@ import Testing
 /// While the runtime's path is unsatisfied the agent answers nothing: a request that arrived
 /// just before the loss (a NOTIFY, an OPTIONS) gets no answer on a path netlink shows down;
 /// the server's retransmission after the return gets it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPReplyGateTests {
     /// An out-of-dialog OPTIONS from the peer, with a fixed branch so a resend is a retransmission.
     static func options(port: Int) -> [UInt8] {

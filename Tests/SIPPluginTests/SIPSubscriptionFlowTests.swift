@@ -9,7 +9,7 @@ import Testing
 /// A SUBSCRIBE that finds a flow no REGISTER went through (the address changed again after the
 /// account's REGISTER succeeded) registers through it first, instead of waiting for a REGISTER
 /// that no decision sends; the plugin reports the new binding, so its refresh is re-armed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionFlowTests {
     /// The scripted registrar's log: each request's method and the address it came from.
     static func serve(_ peer: UDPTestPeer, requests: Int) -> [String] {

@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// Subscriptions and presence publication against a scripted notifier on loopback UDP.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionPeerTests {
     static let service: ServiceID = "peer.subscription.reg"
     static let target = SubscriptionTarget(package: .reg, expires: 300)

@@ -10,7 +10,7 @@ import Testing
 /// scripted notifier on loopback UDP: the agent asks for a SUBSCRIBE through `onFlowLost` (the
 /// plugin's `.flowLost` report), and that SUBSCRIBE opens a new dialog at once, after the
 /// notifier's `retry-after`, after the executor's backoff, or not at all.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionTerminationTests {
     typealias Peer = SIPSubscriptionPeerTests
     static let service = Peer.service

@@ -9,7 +9,7 @@ import Testing
 
 /// The UA against a scripted peer on loopback: malformed input, retransmission timing, stale
 /// nonces. No Kamailio needed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPTestPeerTests {
     func makeAgent(
         port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),

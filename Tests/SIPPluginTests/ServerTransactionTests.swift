@@ -7,7 +7,7 @@ import Testing
 
 /// RFC 3261 §17.2.2 non-INVITE server transactions: one delivery, retransmissions answered from
 /// the transaction, timer J.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ServerTransactionTests {
     static let timers = SIPTimers()
 

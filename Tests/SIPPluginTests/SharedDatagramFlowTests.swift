@@ -8,7 +8,7 @@ import Testing
 
 /// Several accounts on one UDP socket (`DatagramFlowHub`): each gets its own responses and
 /// requests, and what belongs to nobody is dropped and counted.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SharedDatagramFlowTests {
     /// What each flow's inbound handler got, by user.
     final class Inbox: Sendable {
