@@ -15,7 +15,7 @@ struct SIPPluginArticleTests {
             try await runPhone(
                 network: ScriptedNetworkSource(path: loopbackPath()), registrar: "127.0.0.1", port: kamailio.port,
                 callee: "sip:far@127.0.0.1:\(sipp.port)")
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp saw the call and its BYE: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp saw the call and its BYE: \(sipp.errors.suffix(800))")
             #expect(kamailio.transactionCount(of: "REGISTER", from: "alice") >= 2, "challenged, then accepted")
             #expect(kamailio.transactionCount(of: "SUBSCRIBE", from: "alice") >= 1)
         }
