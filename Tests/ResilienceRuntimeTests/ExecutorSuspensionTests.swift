@@ -5,7 +5,7 @@ import Testing
 
 /// The executor's suspension hold (`ActionExecutor.setSuspended`): what is held, what is not, and
 /// how held work ends.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ExecutorSuspensionTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin()

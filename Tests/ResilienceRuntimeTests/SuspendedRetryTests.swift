@@ -8,7 +8,7 @@ import Testing
 /// A suspended client wakes for nothing but a push: a registration retry begun in the
 /// foreground arms no timer and reaches no plugin while the app is suspended, and runs at once
 /// when the app wakes; a push-woken account's retries go on while suspended.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SuspendedRetryTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin(id: "sip", actions: Set(ActionKind.builtIn))
