@@ -10,10 +10,10 @@ import Testing
 @testable import SIPPlugin
 
 /// A suspended client wakes for nothing but a push, against a real registrar: Kamailio on
-/// loopback answers every REGISTER 503 (`Retry-After: 2`), the manager (default rules) with the
+/// loopback answers every REGISTER 503 (`Retry-After: 3`), the manager (default rules) with the
 /// real `SIPPlugin` goes suspended while its retry waits in backoff, and the registrar's request
-/// log counts the REGISTERs. Every bound is a hang guard; the 3 s watched while suspended is
-/// longer than the retry's 2 s, so without the hold the registrar sees a REGISTER in it.
+/// log counts the REGISTERs. Every bound is a hang guard; the 4 s watched while suspended is
+/// longer than the retry's 3 s, so without the hold the registrar sees a REGISTER in it.
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
@@ -28,7 +28,7 @@ struct SuspendedRetryKamailioTests {
                 name: user, registrarHost: "127.0.0.1", registrarPort: kamailio.port, transport: .udp, user: user,
                 domain: "127.0.0.1", password: "secret-\(user)", expires: 300)
             let plugin = SIPPlugin(accounts: [account], logger: logger)
-            try await kamailio.inject(.serviceUnavailable(retryAfter: 2, count: 1_000))
+            try await kamailio.inject(.serviceUnavailable(retryAfter: 3, count: 1_000))
             let manager = ResilienceManager(
                 source: ScriptedNetworkSource(path: loopbackPath()), policy: Policy(holdDown: .zero, flapDamping: .off),
                 plugins: [plugin], logger: logger)
@@ -45,7 +45,7 @@ struct SuspendedRetryKamailioTests {
             await manager.setAppState(.suspended)
             try await events.wait("suspended") { $0.contains { $0.decision?.trigger == .app(.suspending) } }
             let suspendedAt = realtime()
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(4))
             let whileSuspended = kamailio.transactionCount(of: "REGISTER", from: user, since: suspendedAt)
             #expect(whileSuspended == 0, "REGISTERs while suspended: \(kamailio.requests().suffix(4))")
             #expect(events.recorded.contains { $0.suspensionHold?.held == [registration] })
