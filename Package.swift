@@ -185,7 +185,9 @@ let package = Package(
         ),
         .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
         .testTarget(
-            name: "ResilienceHooksTests", dependencies: ["ResilienceHooks", "ResilienceCore", log],
+            // ResilienceTesting: ManualTaskExecutor and RecordingLogHandler (a hook run holds no thread).
+            name: "ResilienceHooksTests",
+            dependencies: ["ResilienceHooks", "ResilienceCore", "ResilienceTesting", log],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceCLITests",
