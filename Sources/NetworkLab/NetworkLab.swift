@@ -142,7 +142,7 @@ public actor NetworkLab {
         for pid in children.reversed() { await LabCommand.stop(pid) }
         children.removeAll()
         for host in hosts.reversed() {
-            LabOwnership.killProcesses(inNamespace: host.namespace)
+            await LabOwnership.killProcessesOffThePool(inNamespace: host.namespace)
             _ = try? await ip(["netns", "delete", host.namespace])
             try? FileManager.default.removeItem(atPath: LabOwnership.etcFolder(of: host.namespace))
         }
