@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// Runs helper programs (`ip`, `nft`, `tc`, `kamcmd`) to completion without a shell, waiting by
-/// polling with `Task.sleep` (or through ``OffThePool``), so no thread of Swift's shared pool blocks and none ever calls `setns`
+/// polling with `Task.sleep` (or through `OffThePool`), so no thread of Swift's shared pool blocks and none ever calls `setns`
 /// (namespaces are entered by the child: `ip -n`, `ip netns exec`).
 ///
 /// Invariant: every run is bounded (`timeout`); a child that overruns is killed with its group.
@@ -67,7 +67,7 @@ enum LabCommand {
         }
     }
 
-    /// Waits until `pid` exits, without holding the caller's thread (``OffThePool``); its raw status.
+    /// Waits until `pid` exits, without holding the caller's thread (`OffThePool`); its raw status.
     static func reap(_ pid: pid_t) async -> Int32 {
         await OffThePool.run(named: "netlab-reap") { blockingReap(pid) }
     }

@@ -61,6 +61,11 @@ public enum LabOwnership {
         return removed
     }
 
+    /// ``collectGarbage(all:)`` for async callers, through `OffThePool`.
+    static func collectGarbageOffThePool() async {
+        _ = await OffThePool.run(named: "netlab-gc") { collectGarbage() }
+    }
+
     /// SIGKILLs every process whose command line names a path under `folder` (a loopback registrar
     /// runs `kamailio -f <folder>/kamailio.cfg` outside any namespace); at most 100,000 processes read.
     static func killProcesses(naming folder: String) {
@@ -73,7 +78,7 @@ public enum LabOwnership {
         }
     }
 
-    /// ``killProcesses(inNamespace:)`` for async callers, through ``OffThePool``: its `ip netns
+    /// ``killProcesses(inNamespace:)`` for async callers, through `OffThePool`: its `ip netns
     /// pids` runs, reaps and pauses hold no thread of Swift's pool.
     static func killProcessesOffThePool(inNamespace namespace: String) async {
         await OffThePool.run(named: "netlab-kill") { killProcesses(inNamespace: namespace) }

@@ -4,7 +4,7 @@ import Foundation
 import Glibc
 
 /// Runs a short body inside a network namespace on a thread made for it alone, which ends right
-/// after (``OffThePool``): the one way the lab enters a namespace in-process. Sockets opened there stay in that
+/// after (`OffThePool`): the one way the lab enters a namespace in-process. Sockets opened there stay in that
 /// namespace for their whole life, whichever thread later uses them.
 ///
 /// Invariant: `setns` never runs on a thread of Swift's shared pool, and the entered thread runs

@@ -161,10 +161,13 @@ public actor NetworkLab {
 }
 
 /// Runs `body` with a fresh lab and always shuts it down; when `body` throws, prints the seed to
-/// standard error (`NETWORKLAB_SEED=<seed>` replays the run) before rethrowing.
+/// standard error (`NETWORKLAB_SEED=<seed>` replays the run) before rethrowing. The objects of
+/// labs whose owners died are removed first without holding a thread of Swift's pool (each
+/// takes `ip netns pids` and `ip netns delete` runs), so the lab's own collection finds none.
 public func withNetworkLab<T: Sendable>(
     seed: UInt64? = nil, _ body: (NetworkLab) async throws -> T
 ) async throws -> T {
+    if NetworkLab.isSupported { await LabOwnership.collectGarbageOffThePool() }
     let lab = try NetworkLab(seed: seed)
     do {
         let result = try await body(lab)

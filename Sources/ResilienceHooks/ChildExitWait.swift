@@ -4,7 +4,7 @@ internal import Foundation
 internal import Glibc
 
 /// Waits for a hook to exit without a timer: one `poll(2)` on the child's pidfd and its output
-/// pipe, on a thread of its own (``OffThePool``), so the Swift concurrency pool never blocks and
+/// pipe, on a thread of its own (`OffThePool`), so the Swift concurrency pool never blocks and
 /// nothing wakes the process but the child's output, its exit or the deadline.
 ///
 /// A `Task.sleep` loop would cost 50 wake-ups a second while a hook runs and, worse, start

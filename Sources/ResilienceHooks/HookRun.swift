@@ -82,7 +82,7 @@ struct HookRun: Sendable {
 
     /// The child's raw wait status, or nil when it ran past `deadline` and was killed (reaped).
     /// Waits on events (``ChildExitWait``), never on a timer, and never on the caller's thread: a
-    /// SIGKILLed child is reaped through ``OffThePool`` (one stuck in an uninterruptible sleep
+    /// SIGKILLed child is reaped through `OffThePool` (one stuck in an uninterruptible sleep
     /// dies only when that sleep ends).
     private func wait(
         for child: ChildProcess, until deadline: ContinuousClock.Instant, draining output: Int32,
