@@ -183,7 +183,9 @@ let package = Package(
             exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
+        // ResilienceTesting: ManualTaskExecutor (the lab's waits hold no thread).
+        .testTarget(
+            name: "NetworkLabTests", dependencies: ["NetworkLab", "ResilienceTesting"], swiftSettings: strictSettings),
         .testTarget(
             // ResilienceTesting: ManualTaskExecutor and RecordingLogHandler (a hook run holds no thread).
             name: "ResilienceHooksTests",

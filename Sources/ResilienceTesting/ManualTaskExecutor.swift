@@ -12,6 +12,7 @@ import Synchronization
 ///   ``runUntilIdle(limit:)`` returns as soon as the call suspends, while the event it waits for
 ///   has not happened yet. A call that blocks holds `runUntilIdle` instead, until that event,
 ///   which the test makes only after `runUntilIdle` returned: the call's own bound runs out first.
+///   Then ``runUntil(within:_:)`` runs the call to its end.
 ///
 /// Invariants: jobs run in the order they were enqueued, one at a time, only inside
 /// ``runUntilIdle(limit:)``; a job enqueued while it runs (from any thread) runs in the same call.
@@ -37,5 +38,19 @@ public final class ManualTaskExecutor: TaskExecutor {
             job.runSynchronously(on: asUnownedTaskExecutor())
         }
         return isIdle
+    }
+
+    /// Runs jobs as they come (``runUntilIdle(limit:)``, then 10 ms of real time, and again)
+    /// until `isDone` holds or `limit` has passed: a hang guard, never a timing assertion. Call it
+    /// from a task that does not prefer this executor (the test's own).
+    /// - Returns: whether `isDone` held.
+    public func runUntil(within limit: Duration = .seconds(30), _ isDone: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while !isDone() {
+            runUntilIdle()
+            guard ContinuousClock.now < deadline else { return isDone() }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return true
     }
 }
