@@ -78,6 +78,20 @@ extension ActionExecutor {
         return SuspensionChange(held: after.subtracting(before).sorted(), released: released.sorted())
     }
 
+    /// Shutdown while suspended: the held work would run only when the app wakes, which it will
+    /// not now. It is reported `superseded` (by the shutdown decision) and dropped, so teardown
+    /// does not wait for it; what runs or is not held is left alone.
+    public func dropHeldWhileSuspended() {
+        for id in heldWhileSuspended().sorted() {
+            guard var slot = slots[id] else { continue }
+            for queued in slot.pending { report(queued, .superseded) }
+            slot.pending = []
+            slot.retryTimer?.cancel()
+            slot.retryTimer = nil
+            store(slot, for: id)
+        }
+    }
+
     /// Whether an action waits for the suspended app to wake (see the invariants above).
     func isHeldWhileSuspended(_ queued: Queued) -> Bool {
         guard let suspension else { return false }

@@ -49,8 +49,9 @@ public import ServiceLifecycle
 ///   reported one, are decided once. A loss while a return is held drops it.
 ///   ``ResilienceEvent/damping(_:)``, ``status()`` and the counter `netres.damped` (dimension
 ///   `source`) show it.
-/// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
-///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
+/// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)`, drops what a
+///   suspended app holds (superseded), waits at most `Configuration.shutdownTimeout` (on its
+///   clock) for the rest, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order and waits at most
 ///   `Configuration.pluginShutdownTimeout` for them. A hanging plugin cannot delay it further:
 ///   `run()` returns within the sum of the two.

@@ -87,6 +87,22 @@ struct SuspendedRetryTests {
         try await run.value
     }
 
+    /// Teardown while suspended does not wait for work that would run only on waking: the
+    /// held retry is superseded and `run()` returns with no time passing on the manager's clock
+    /// (its shutdown timeout, 5 s, never runs out).
+    @Test func shutdownWhileSuspendedDropsTheHeldRetryInsteadOfWaitingForIt() async throws {
+        let (manager, events, group, run) = try await start(["alice"])
+        await manager.setAppState(.suspended)
+        try await events.wait { $0.contains { $0.decision?.trigger == .app(.suspending) } }
+        #expect(try await noTimerWithinAnHour())
+        await group.triggerGracefulShutdown()
+        try await events.wait("the held retry superseded", timeout: .seconds(10)) { items in
+            items.contains { $0.action?.action.service == "alice.reg" && $0.action?.outcome == .superseded }
+        }
+        try await run.value
+        #expect(attempts("alice.reg") == [1])
+    }
+
     /// One line per change, however many services: at most five names per list, escaped.
     @Test func theHoldLineNamesAtMostFiveServicesEscaped() {
         let many = (1...7).map { ServiceID("acct\($0).reg") }
