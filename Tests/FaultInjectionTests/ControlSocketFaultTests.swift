@@ -6,7 +6,7 @@ import Testing
 /// The built `netres run` (a TCP account, Kamailio in the lab) while 2,000 idle clients hold its
 /// control socket: `ctl` still answers, the daemon holds no descriptor per client, and its SIP
 /// flow still reconnects (an address change needs a new TCP connection).
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct ControlSocketFaultTests {
     /// The pid of the `netres run` whose command line names `config`.
     func daemonPID(config: String) -> pid_t? {

@@ -6,7 +6,7 @@ import Testing
 
 /// The control socket checks who is calling (`SO_PEERCRED`), caps its connections and closes
 /// idle ones: real sockets, a real second user (`nobody`, through `setpriv`).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ControlServerSecurityTests {
     /// A scratch folder holding the socket, removed at the end.
     final class Scratch: Sendable {

@@ -7,7 +7,7 @@ import Testing
 
 /// One daemon per config: a second one is refused naming the first's PID and leaves its socket
 /// alone; a stale socket file left by a dead daemon is replaced.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DaemonInstanceLockTests {
     let directory = "/tmp/netres-lock-\(UUID().uuidString)"
     var socket: String { directory + "/ctl.sock" }

@@ -8,7 +8,7 @@ import Testing
 /// Issue 25: 1,100 idle TCP connections to `/metrics` took every descriptor of the daemon for
 /// 120 s (`ctl status` unanswered). Capped and timed out like the control socket, the endpoint
 /// holds a bounded number of them and the daemon keeps answering.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct MetricsFloodTests {
     /// A blocking TCP connection to 127.0.0.1:`port`, or -1.
     static func connect(_ port: Int) -> Int32 {

@@ -14,7 +14,7 @@ import Testing
 /// the flow's address and port and gets the answer on its own connection.
 @Suite(
     .serialized, .enabled(if: TestCertificates.openssl != nil, "openssl missing: SKIPPED"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
 struct ContactListenerTLSTests {
     let group = MultiThreadedEventLoopGroup.singleton
 

@@ -14,7 +14,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct ContactListenerTests {
     /// A plugin with one account registered at `kamailio` from `address`; its Contact.
