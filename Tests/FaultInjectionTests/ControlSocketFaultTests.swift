@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import NetworkLab
 import ResilienceDaemon
@@ -25,13 +26,8 @@ struct ControlSocketFaultTests {
             let pid = try #require(daemonPID(config: config))
             OpenFileLimit.raiseToHard()
             let socket = lab.controlSocket(of: user)
-            let clients = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        returning: (0..<2000).compactMap { _ in
-                            try? ControlClient.connect(socket: socket, timeoutSeconds: 5)
-                        })
-                }
+            let clients = await OffThePool.run {
+                (0..<2000).compactMap { _ in try? ControlClient.connect(socket: socket, timeoutSeconds: 5) }
             }
             defer { for fd in clients { close(fd) } }
             #expect(clients.count == 2000)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 import NIOCore
@@ -60,8 +61,6 @@ final class TCPTestPeer: @unchecked Sendable {
     }
 
     func run<T: Sendable>(_ script: @escaping @Sendable (TCPTestPeer) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: script(self)) }
-        }
+        await OffThePool.run(named: "netres-test-peer") { script(self) }
     }
 }

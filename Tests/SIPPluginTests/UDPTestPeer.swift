@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// A scripted SIP peer on a loopback UDP socket, driven from its own thread with blocking,
@@ -80,8 +81,6 @@ final class UDPTestPeer: @unchecked Sendable {
 
     /// Runs `script` on a new thread and returns its result.
     func run<T: Sendable>(_ script: @escaping @Sendable (UDPTestPeer) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: script(self)) }
-        }
+        await OffThePool.run(named: "netres-test-peer") { script(self) }
     }
 }
