@@ -63,7 +63,7 @@ struct NATRebindingPeerTests {
                 finished.add()
             }
         }
-        let registering = await eventually(within: .seconds(10)) { registrar.registers == 2 }
+        let registering = await eventually(within: .seconds(10)) { registrar.registers >= 2 }
         #expect(registering, "no REGISTER after the rebinding: \(registrar.seen)")
         let othersDone = await eventually(within: .seconds(5)) { finished.value >= 2 }
         #expect(othersDone, "pings wait on REGISTERs of their own: \(registrar.seen)")
