@@ -76,6 +76,36 @@ struct NATRebindingPeerTests {
         await agent.close()
     }
 
+    /// A ping the runtime superseded (cancelled it) while its keep-alive was out still gets the
+    /// shared answer: it must leave the rebinding to the ping that superseded it, neither
+    /// claiming it (a cancelled REGISTER would leave it unregistered) nor logging it.
+    @Test func aSupersededPingLeavesTheRebindingToTheNextOne() async throws {
+        let registrar = try NATRegistrarPeer()
+        let serving = registrar.serve()
+        let records = LogRecords()
+        let agent = Self.agent(port: registrar.port, records: records)
+        try await agent.register(path: loopbackPath())
+        registrar.update {
+            $0.stunPort = 40_001
+            $0.registerPort = 40_001
+            $0.holdingSTUN = true
+        }
+        let superseded = Task { try await agent.sendFlowPing(path: loopbackPath()) }
+        let asked = await eventually(within: .seconds(10)) { registrar.seen.contains("STUN") }
+        #expect(asked, "no keep-alive: \(registrar.seen)")
+        superseded.cancel()
+        registrar.update { $0.holdingSTUN = false }
+        _ = await superseded.result
+        #expect(records.named("sip.nat-mapping-changed").isEmpty)
+        #expect(registrar.registers == 1, "\(registrar.seen)")
+        try await agent.sendFlowPing(path: loopbackPath())
+        #expect(registrar.registers == 2, "the next ping registers: \(registrar.seen)")
+        #expect(records.named("sip.nat-mapping-changed").count == 1)
+        registrar.stop()
+        await serving.value
+        await agent.close()
+    }
+
     /// A registrar whose Via names another port than its STUN answer (it ignores `rport`, say,
     /// or the NAT maps the two apart): the REGISTER for the new mapping comes back naming the
     /// old one, and every keep-alive sees the difference again. One REGISTER, one line saying the

@@ -8,7 +8,8 @@ import Synchronization
 /// `publicHost` and ``State/registerPort`` as the client's address (RFC 3581 `received`/`rport`),
 /// and each STUN Binding request with `publicHost` and ``State/stunPort`` (RFC 5389
 /// MAPPED-ADDRESS). The test moves the ports to play a rebinding, or a registrar that sees the
-/// flow apart from the keep-alive, and holds REGISTERs unanswered while ``State/holding``.
+/// flow apart from the keep-alive, and holds REGISTERs (STUN requests) unanswered while
+/// ``State/holding`` (``State/holdingSTUN``).
 ///
 /// Invariant: ``serve()`` ends when ``stop()`` is called or after 60 s (a hang guard), and
 /// answers every held REGISTER before it ends.
@@ -17,6 +18,7 @@ final class NATRegistrarPeer: Sendable {
         var registerPort = 40_000
         var stunPort = 40_000
         var holding = false
+        var holdingSTUN = false
         var stopped = false
         /// What came in, in order: `REGISTER`, `STUN` or another method.
         var seen: [String] = []
@@ -42,23 +44,34 @@ final class NATRegistrarPeer: Sendable {
         Task {
             await peer.run { [self] peer in
                 var held: [(SIPMessage, sockaddr_in)] = []
+                var heldSTUN: [([UInt8], sockaddr_in)] = []
                 let deadline = Date().addingTimeInterval(60)
                 while Date() < deadline {
-                    let (holding, stopped) = state.withLock { ($0.holding, $0.stopped) }
+                    let (holding, holdingSTUN, stopped) = state.withLock { ($0.holding, $0.holdingSTUN, $0.stopped) }
                     if !holding || stopped {
                         for (request, from) in held { peer.send(answer(request), to: from) }
                         held.removeAll()
                     }
+                    if !holdingSTUN || stopped {
+                        for (request, from) in heldSTUN { peer.send(bindingAnswer(to: request), to: from) }
+                        heldSTUN.removeAll()
+                    }
                     if stopped { return }
                     guard let (bytes, from) = peer.receive(within: 0.1) else { continue }
+                    // What the test set while the read waited counts for this datagram.
+                    let (holdsRegister, holdsSTUN) = state.withLock { ($0.holding, $0.holdingSTUN) }
                     if STUNMessage.looksLikeSTUN(bytes) {
                         update { $0.seen.append("STUN") }
-                        peer.send(bindingAnswer(to: bytes), to: from)
+                        if holdsSTUN {
+                            heldSTUN.append((bytes, from))
+                        } else {
+                            peer.send(bindingAnswer(to: bytes), to: from)
+                        }
                         continue
                     }
                     guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
                     update { $0.seen.append(request.method ?? "?") }
-                    if request.method == "REGISTER", holding {
+                    if request.method == "REGISTER", holdsRegister {
                         held.append((request, from))
                     } else {
                         peer.send(answer(request), to: from)

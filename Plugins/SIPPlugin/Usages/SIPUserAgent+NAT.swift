@@ -55,10 +55,11 @@ extension SIPUserAgent {
     /// (``reinviteCallsAfterRebinding(at:path:)``). True when it registered.
     ///
     /// Pings that shared one keep-alive all get here at once (a ping the runtime superseded
-    /// still waits for the shared answer): a cancelled one does nothing, and the first claims the
-    /// new mapping before it awaits anything, so the others send nothing (``NATRebindingWatch``). When the
-    /// registrar's answer still names another address than the keep-alive saw, that is logged
-    /// once (`sip.nat-mapping-disagrees`) and not registered again until the mapping moves.
+    /// still waits for the shared answer): a cancelled one does nothing, and the first claims
+    /// the new mapping before it awaits anything, so the others send nothing
+    /// (``NATRebindingWatch``). When the registrar's answer still names another address than
+    /// the keep-alive saw, that is logged once (`sip.nat-mapping-disagrees`) and not registered
+    /// again until the mapping moves.
     func registerAgainIfMappingChanged(flow: SIPTransport, path: NetworkPath) async throws -> Bool {
         // A binding a query found lost (granted nil) is being registered again by the runtime
         // already; a ping the runtime superseded (cancelled) leaves it to the newer one.
