@@ -1,6 +1,7 @@
 # The two commands a new machine needs (see README.md):
 #   make run    install libnl, build, and watch the network (`netres watch`)
-#   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build, test,
+#   make test   install everything the suites drive (iproute2, Kamailio, sipp), lint, build,
+#               typecheck the documentation's examples as outside code would, test,
 #               build the DocC documentation with warnings as errors,
 #               then run each fuzz target for FUZZ_CI_SECONDS (Fuzz/README.md)
 #   make fuzz   run each fuzz target for FUZZ_SECONDS (default 300)
@@ -33,6 +34,7 @@ run: deps-run
 # the next ordinary build compiles this package's own modules again.
 test: deps-test lint
 	$(SWIFT) build --build-tests
+	SWIFT=$(SWIFT) scripts/typecheck-doc-examples.sh
 	SWIFT=$(SWIFT) scripts/swift-test-bounded.sh
 	$(MAKE) docs
 	SWIFT=$(SWIFT) FUZZ_BUILD_PATH=.build scripts/fuzz.sh $(FUZZ_CI_SECONDS)

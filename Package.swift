@@ -183,9 +183,13 @@ let package = Package(
             exclude: ["Resources"],
             swiftSettings: strictSettings
         ),
-        .testTarget(name: "NetworkLabTests", dependencies: ["NetworkLab"], swiftSettings: strictSettings),
+        // ResilienceTesting: ManualTaskExecutor (the lab's waits hold no thread).
         .testTarget(
-            name: "ResilienceHooksTests", dependencies: ["ResilienceHooks", "ResilienceCore", log],
+            name: "NetworkLabTests", dependencies: ["NetworkLab", "ResilienceTesting"], swiftSettings: strictSettings),
+        .testTarget(
+            // ResilienceTesting: ManualTaskExecutor and RecordingLogHandler (a hook run holds no thread).
+            name: "ResilienceHooksTests",
+            dependencies: ["ResilienceHooks", "ResilienceCore", "ResilienceTesting", log],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ResilienceCLITests",

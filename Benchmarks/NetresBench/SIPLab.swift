@@ -21,11 +21,12 @@ extension SIPLab {
     /// Runs `body` with the lab up and Kamailio started; with `tls`, the certificates it makes in the
     /// lab's folder serve Kamailio's TLS listener (5061) and are handed to `body`.
     static func with<R: Sendable>(
-        tls: (String) throws -> TestCertificates? = { _ in nil }, _ body: (SIPLab, TestCertificates?) async throws -> R
+        tls: (String) async throws -> TestCertificates? = { _ in nil },
+        _ body: (SIPLab, TestCertificates?) async throws -> R
     ) async throws -> R {
         guard NetworkLab.isSupported else { throw BenchError("the SIP benches need root and iproute2") }
         return try await withNetworkLab { lab in
-            let certificates = try tls(lab.directory)
+            let certificates = try await tls(lab.directory)
             let options = RegistrarOptions(
                 tlsConfiguration: certificates?.kamailioConfig(), sharedMemoryMegabytes: 256, privateMemoryMegabytes: 8,
                 udpWorkers: 2)  // as the figures in BENCHMARKS.md were taken

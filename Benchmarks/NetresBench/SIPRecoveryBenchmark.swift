@@ -41,7 +41,7 @@ struct SIPRecoveryBenchmark {
         try await SIPLab.with(
             tls: { directory in
                 tls
-                    ? try TestCertificates(
+                    ? try await TestCertificates(
                         folder: directory + "/tls", serverName: Self.tlsServerName, serverAddress: LabAddress.service4,
                         validity: .valid) : nil
             }

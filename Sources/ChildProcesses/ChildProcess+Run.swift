@@ -39,16 +39,12 @@ extension ChildProcess {
         return Finished(status: status, output: contents(of: outputPath), errors: contents(of: errorsPath))
     }
 
-    /// ``run(_:environment:)`` on a thread of its own, for async callers (tests above all): the
+    /// ``run(_:environment:)`` through ``OffThePool``, for async callers (tests above all): the
     /// task waits without holding a thread of Swift's concurrency pool. That pool has one thread
     /// per core, two on the CI machine, so two tests blocked in `waitpid` there stall every other
     /// suite of the test process (and their time limits run on) while the programs run.
     public static func runOffThePool(_ argv: [String], environment: [String: String]? = nil) async throws -> Finished {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread {
-                continuation.resume(with: Result { try run(argv, environment: environment) })
-            }
-        }
+        try await OffThePool.run(named: "netres-run") { try run(argv, environment: environment) }
     }
 
     /// The child's raw wait status once it has exited (reaping it), or nil while it runs.

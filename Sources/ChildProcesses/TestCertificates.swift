@@ -27,8 +27,18 @@ public struct TestCertificates: Sendable {
     public let clientCertificate: String
     public let clientKey: String
 
+    /// Makes the certificates; openssl runs and is waited for through ``OffThePool``, so the
+    /// calling task holds no thread of Swift's pool meanwhile.
     /// - Throws: ``ChildProcess/SpawnFailed`` when openssl is missing, fails or hangs (20 s each).
-    public init(folder: String, serverName: String, serverAddress: String, validity: Validity) throws {
+    public init(folder: String, serverName: String, serverAddress: String, validity: Validity) async throws {
+        self = try await OffThePool.run(named: "netres-openssl") {
+            try TestCertificates(
+                making: folder, serverName: serverName, serverAddress: serverAddress, validity: validity)
+        }
+    }
+
+    /// ``init(folder:serverName:serverAddress:validity:)`` on the calling thread, which it blocks.
+    private init(making folder: String, serverName: String, serverAddress: String, validity: Validity) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         caFile = folder + "/ca.pem"
         otherCAFile = folder + "/other-ca.pem"

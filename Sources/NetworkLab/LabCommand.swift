@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 
 /// Runs helper programs (`ip`, `nft`, `tc`, `kamcmd`) to completion without a shell, waiting by
-/// polling with `Task.sleep`, so no thread of Swift's shared pool blocks and none ever calls `setns`
+/// polling with `Task.sleep` (or through `OffThePool`), so no thread of Swift's shared pool blocks and none ever calls `setns`
 /// (namespaces are entered by the child: `ip -n`, `ip netns exec`).
 ///
 /// Invariant: every run is bounded (`timeout`); a child that overruns is killed with its group.
@@ -33,7 +33,7 @@ enum LabCommand {
             argv, input: inPath, output: outPath, errors: .file(errPath), truncate: true, newProcessGroup: true)
         guard let status = await waitForExit(child.pid, within: timeout) else {
             kill(-child.pid, SIGKILL)
-            _ = blockingReap(child.pid)
+            _ = await reap(child.pid)
             throw NetworkLabError(.timedOut, "\(argv.joined(separator: " ")) ran longer than \(timeout)", seed: seed)
         }
         let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
@@ -67,7 +67,13 @@ enum LabCommand {
         }
     }
 
-    /// Blocks until `pid` exits; its raw status.
+    /// Waits until `pid` exits, without holding the caller's thread (`OffThePool`); its raw status.
+    static func reap(_ pid: pid_t) async -> Int32 {
+        await OffThePool.run(named: "netlab-reap") { blockingReap(pid) }
+    }
+
+    /// Blocks until `pid` exits; its raw status. For clean-up from `deinit` and `gc` only: async
+    /// code uses ``reap(_:)``.
     static func blockingReap(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
@@ -79,7 +85,7 @@ enum LabCommand {
         kill(pid, SIGTERM)
         if await waitForExit(pid, within: grace) == nil {
             kill(-pid, SIGKILL)
-            _ = blockingReap(pid)
+            _ = await reap(pid)
         }
         kill(-pid, SIGKILL)  // children of the group that outlived their leader
     }

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 public import Glibc
 
@@ -60,6 +61,11 @@ public enum LabOwnership {
         return removed
     }
 
+    /// ``collectGarbage(all:)`` for async callers, through `OffThePool`.
+    static func collectGarbageOffThePool() async {
+        _ = await OffThePool.run(named: "netlab-gc") { collectGarbage() }
+    }
+
     /// SIGKILLs every process whose command line names a path under `folder` (a loopback registrar
     /// runs `kamailio -f <folder>/kamailio.cfg` outside any namespace); at most 100,000 processes read.
     static func killProcesses(naming folder: String) {
@@ -72,8 +78,15 @@ public enum LabOwnership {
         }
     }
 
+    /// ``killProcesses(inNamespace:)`` for async callers, through `OffThePool`: its `ip netns
+    /// pids` runs, reaps and pauses hold no thread of Swift's pool.
+    static func killProcessesOffThePool(inNamespace namespace: String) async {
+        await OffThePool.run(named: "netlab-kill") { killProcesses(inNamespace: namespace) }
+    }
+
     /// SIGKILLs every process whose network namespace is `namespace` (`ip netns pids`), at most 4 rounds
-    /// (a dying Kamailio may fork once more).
+    /// (a dying Kamailio may fork once more). Blocks the calling thread: async code uses
+    /// ``killProcessesOffThePool(inNamespace:)``.
     static func killProcesses(inNamespace namespace: String) {
         guard let ip = LabCommand.ip else { return }
         for _ in 0..<4 {

@@ -1,9 +1,10 @@
 import CProcessControl
+import ChildProcesses
 import Foundation
 import Glibc
 
 /// Runs a short body inside a network namespace on a thread made for it alone, which ends right
-/// after: the one way the lab enters a namespace in-process. Sockets opened there stay in that
+/// after (`OffThePool`): the one way the lab enters a namespace in-process. Sockets opened there stay in that
 /// namespace for their whole life, whichever thread later uses them.
 ///
 /// Invariant: `setns` never runs on a thread of Swift's shared pool, and the entered thread runs
@@ -12,23 +13,15 @@ enum NamespaceThread {
     static func run<T: Sendable>(
         in namespace: String, _ body: @escaping @Sendable () throws -> T
     ) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            let thread = Thread {
-                let fd = open("/run/netns/\(namespace)", O_RDONLY | O_CLOEXEC)
-                guard fd >= 0 else {
-                    return continuation.resume(
-                        throwing: NetworkLabError(.commandFailed, "open /run/netns/\(namespace): \(errorText())"))
-                }
-                let entered = cprocess_enter_netns(fd)
-                close(fd)
-                guard entered == 0 else {
-                    return continuation.resume(
-                        throwing: NetworkLabError(.commandFailed, "setns \(namespace): \(errorText())"))
-                }
-                continuation.resume(with: Result { try body() })
+        try await OffThePool.run(named: "netlab-setns") {
+            let fd = open("/run/netns/\(namespace)", O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw NetworkLabError(.commandFailed, "open /run/netns/\(namespace): \(errorText())")
             }
-            thread.name = "netlab-setns"
-            thread.start()
+            let entered = cprocess_enter_netns(fd)
+            close(fd)
+            guard entered == 0 else { throw NetworkLabError(.commandFailed, "setns \(namespace): \(errorText())") }
+            return try body()
         }
     }
 }

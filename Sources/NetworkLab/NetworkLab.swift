@@ -142,7 +142,7 @@ public actor NetworkLab {
         for pid in children.reversed() { await LabCommand.stop(pid) }
         children.removeAll()
         for host in hosts.reversed() {
-            LabOwnership.killProcesses(inNamespace: host.namespace)
+            await LabOwnership.killProcessesOffThePool(inNamespace: host.namespace)
             _ = try? await ip(["netns", "delete", host.namespace])
             try? FileManager.default.removeItem(atPath: LabOwnership.etcFolder(of: host.namespace))
         }
@@ -161,10 +161,13 @@ public actor NetworkLab {
 }
 
 /// Runs `body` with a fresh lab and always shuts it down; when `body` throws, prints the seed to
-/// standard error (`NETWORKLAB_SEED=<seed>` replays the run) before rethrowing.
+/// standard error (`NETWORKLAB_SEED=<seed>` replays the run) before rethrowing. The objects of
+/// labs whose owners died are removed first without holding a thread of Swift's pool (each
+/// takes `ip netns pids` and `ip netns delete` runs), so the lab's own collection finds none.
 public func withNetworkLab<T: Sendable>(
     seed: UInt64? = nil, _ body: (NetworkLab) async throws -> T
 ) async throws -> T {
+    if NetworkLab.isSupported { await LabOwnership.collectGarbageOffThePool() }
     let lab = try NetworkLab(seed: seed)
     do {
         let result = try await body(lab)

@@ -4,8 +4,8 @@ internal import Foundation
 internal import Glibc
 
 /// Waits for a hook to exit without a timer: one `poll(2)` on the child's pidfd and its output
-/// pipe, on a thread of its own, so the Swift concurrency pool never blocks and nothing wakes the
-/// process but the child's output, its exit or the deadline.
+/// pipe, on a thread of its own (`OffThePool`), so the Swift concurrency pool never blocks and
+/// nothing wakes the process but the child's output, its exit or the deadline.
 ///
 /// A `Task.sleep` loop would cost 50 wake-ups a second while a hook runs and, worse, start
 /// libdispatch's once-a-second monitor for the rest of the daemon's life (see the daemon's
@@ -23,14 +23,10 @@ enum ChildExitWait {
     static func exited(
         _ child: ChildProcess, until deadline: ContinuousClock.Instant, draining output: Int32, into tail: OutputTail
     ) async -> (exited: Bool, tail: OutputTail) {
-        await withCheckedContinuation { continuation in
-            let thread = Thread {
-                var tail = tail
-                let exited = block(child, until: deadline, draining: output, into: &tail)
-                continuation.resume(returning: (exited, tail))
-            }
-            thread.name = "netres-hook-wait"
-            thread.start()
+        await OffThePool.run(named: "netres-hook-wait") {
+            var tail = tail
+            let exited = block(child, until: deadline, draining: output, into: &tail)
+            return (exited, tail)
         }
     }
 

@@ -62,7 +62,7 @@ struct HookRun: Sendable {
         let status = await wait(for: child, until: .now + timeout, draining: output, into: &tail)
         Self.drain(output, into: &tail)
         if ProcessTree.isSubreaper {
-            let collected = ProcessTree.sweepOrphans()
+            let collected = await ProcessTree.sweepOrphans()
             if collected > 0 { metadata["escaped.killed"] = "\(collected)" }
         }
         let text = tail.lastLines(HookRunner.loggedLines)
@@ -81,7 +81,9 @@ struct HookRun: Sendable {
     }
 
     /// The child's raw wait status, or nil when it ran past `deadline` and was killed (reaped).
-    /// Waits on events (``ChildExitWait``), never on a timer.
+    /// Waits on events (``ChildExitWait``), never on a timer, and never on the caller's thread: a
+    /// SIGKILLed child is reaped through `OffThePool` (one stuck in an uninterruptible sleep
+    /// dies only when that sleep ends).
     private func wait(
         for child: ChildProcess, until deadline: ContinuousClock.Instant, draining output: Int32,
         into tail: inout OutputTail
@@ -98,12 +100,12 @@ struct HookRun: Sendable {
             return nil
         }
         kill(-child.pid, SIGKILL)
-        _ = child.waitForExit()
+        _ = await OffThePool.run(named: "netres-hook-reap") { child.waitForExit() }
         return nil
     }
 
-    /// Reaps a child that has exited. Before that, whatever it left in its process group is
-    /// killed (the group id cannot have been reused yet).
+    /// Reaps a child that has exited (`waitpid` returns at once). Before that, whatever it left
+    /// in its process group is killed (the group id cannot have been reused yet).
     private static func reap(_ child: ChildProcess) -> Int32 {
         kill(-child.pid, SIGKILL)
         return child.waitForExit()

@@ -1,4 +1,5 @@
 internal import CProcessControl
+internal import ChildProcesses
 internal import Foundation
 internal import Glibc
 
@@ -28,10 +29,18 @@ public enum ProcessTree {
     static let sweepRounds = 200
 
     /// SIGKILLs every child of this process and reaps it, round after round (their own children
-    /// become ours as they die), until none is left or ``sweepRounds`` pass.
+    /// become ours as they die), until none is left or ``sweepRounds`` pass. The rounds (a `/proc`
+    /// scan and a 2 ms pause each) run on a thread of their own (`OffThePool`): the calling task
+    /// waits suspended and no thread of Swift's pool is held, which in `netres run` would be the
+    /// daemon's one event loop.
     /// - Returns: how many processes were killed.
     @discardableResult
-    public static func sweepOrphans() -> Int {
+    public static func sweepOrphans() async -> Int {
+        await OffThePool.run(named: "netres-hook-sweep") { sweepOrphansBlocking() }
+    }
+
+    /// ``sweepOrphans()`` on the calling thread, which it blocks.
+    static func sweepOrphansBlocking() -> Int {
         let me = getpid()
         var killed = 0
         for _ in 0..<sweepRounds {

@@ -6,7 +6,7 @@ import Testing
 
 /// The chat example of "Writing a plugin" under the real manager: its services follow the rows
 /// their kinds pick, and the policy's own rule runs the plugin's own action.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct WritingAPluginPolicyRowsTests {
     @Test func theRosterIsDroppedInTheBackgroundAndSyncedInTheForegroundWhileTheSessionStays() async throws {
         let plugin = RecordingPlugin(id: "chat", actions: Set(ActionKind.builtIn).union([.syncRoster]))

@@ -4,7 +4,7 @@ import ResilienceCore
 import ResilienceTesting
 import Testing
 
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct AddressRouteFaultTests {
     @Test(arguments: [
         (AddressFamily.ipv4, "198.18.1.3/24", "198.18.1.3"), (.ipv6, "2001:db8:1::3/64", "2001:db8:1::3"),

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import NetworkLab
 import ResilienceDaemon
@@ -6,7 +7,7 @@ import Testing
 /// The built `netres run` (a TCP account, Kamailio in the lab) while 2,000 idle clients hold its
 /// control socket: `ctl` still answers, the daemon holds no descriptor per client, and its SIP
 /// flow still reconnects (an address change needs a new TCP connection).
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct ControlSocketFaultTests {
     /// The pid of the `netres run` whose command line names `config`.
     func daemonPID(config: String) -> pid_t? {
@@ -25,13 +26,8 @@ struct ControlSocketFaultTests {
             let pid = try #require(daemonPID(config: config))
             OpenFileLimit.raiseToHard()
             let socket = lab.controlSocket(of: user)
-            let clients = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        returning: (0..<2000).compactMap { _ in
-                            try? ControlClient.connect(socket: socket, timeoutSeconds: 5)
-                        })
-                }
+            let clients = await OffThePool.run {
+                (0..<2000).compactMap { _ in try? ControlClient.connect(socket: socket, timeoutSeconds: 5) }
             }
             defer { for fd in clients { close(fd) } }
             #expect(clients.count == 2000)

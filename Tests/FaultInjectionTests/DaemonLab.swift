@@ -33,7 +33,7 @@ extension DaemonLab {
         tls: RegistrarTLS.ServerCertificate, _ body: (DaemonLab, RegistrarTLS) async throws -> R
     ) async throws -> R {
         try await withNetworkLab { lab in
-            let certificates = try RegistrarTLS(directory: lab.directory, server: tls)
+            let certificates = try await RegistrarTLS(directory: lab.directory, server: tls)
             let options = RegistrarOptions(tlsConfiguration: certificates.kamailioConfiguration)
             return try await body(lab.addClientAndRegistrar(options: options, ipv6Route: false), certificates)
         }

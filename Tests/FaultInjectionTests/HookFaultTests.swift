@@ -4,7 +4,7 @@ import Testing
 
 /// End to end: the built `netres watch --hooks DIR` runs inside a namespace while the test flaps
 /// its link; hook scripts append what they saw to a file the test reads.
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct HookFaultTests {
     @Test func hooksSeeInitialLostAndRestoredWithOnlyTheirOwnEnvironment() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: WatchCommandTests.netres), "netres is not built")

@@ -5,7 +5,7 @@ import Testing
 /// End to end with the built `netres watch --hooks DIR` in a namespace: planted hooks do not
 /// run, what a hook started with `setsid` does not outlive it, and endless output costs neither
 /// disk nor memory.
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct HookSecurityFaultTests {
     @Test func plantedHooksAreSkippedAndLoggedWhileTrustedOnesRun() async throws {
         try #require(FileManager.default.isExecutableFile(atPath: WatchCommandTests.netres), "netres is not built")

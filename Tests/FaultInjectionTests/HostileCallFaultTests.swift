@@ -4,7 +4,7 @@ import Testing
 
 /// Issue 25 against the built `netres run` and Kamailio in namespaces: hostile INVITEs relayed
 /// over a TCP account's own flow cost that flow nothing.
-@Suite(.serialized, .needsNamespaces, .enabled(if: LabRegistrar.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: LabRegistrar.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct HostileCallFaultTests {
     /// A sipp UAC scenario: an INVITE to `[service]` carrying `lines` filler header lines (more
     /// than the parser's 256), which must be answered 400; the 400 is ACKed.

@@ -4,7 +4,7 @@ import ResilienceCore
 import ResilienceTesting
 import Testing
 
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct LinkFaultTests {
     @Test func adminDownIsLostAtOnceAndUpRestores() async throws {
         try await MonitorHarness.online(holdDown: .seconds(30)) { ns, h in

@@ -3,7 +3,7 @@ import NetworkLab
 import ResilienceCore
 import Testing
 
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct MonitorAPITests {
     @Test func theHoldDownTimerReportsTheLossWhenItExpires() async throws {
         try await MonitorHarness.online(holdDown: .milliseconds(300)) { ns, h in

@@ -4,7 +4,7 @@ import ResilienceCore
 import ResilienceTesting
 import Testing
 
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct OverrunTests {
     @Test func aForcedOverrunEndsResyncedWithTheCacheEqualToADump() async throws {
         try await MonitorHarness.online(receiveBufferSize: 1) { ns, h in

@@ -28,8 +28,8 @@ struct RegistrarTLS: Sendable {
         "certificate-file: \(certificates.clientCertificate), key-file: \(certificates.clientKey)"
     }
 
-    init(directory: String, server: ServerCertificate) throws {
-        certificates = try TestCertificates(
+    init(directory: String, server: ServerCertificate) async throws {
+        certificates = try await TestCertificates(
             folder: directory + "/tls", serverName: Self.serverName, serverAddress: LabAddress.service4,
             validity: server == .expired ? .expired : .valid)
         kamailioConfiguration = certificates.kamailioConfig(requireClient: server == .validRequiringClientCertificate)

@@ -5,7 +5,7 @@ import Testing
 /// `netres run` (NetlinkMonitor, ResilienceManager and SIPPlugin, hold-down 0) in a client
 /// host against Kamailio in a registrar host (``DaemonLab``), asserted through the registrar's own
 /// view: its request log and `ul.dump`.
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct SIPRecoveryFaultTests {
     @Test func whileTheLinkIsDownNothingIsSentAndTheBindingIsRefreshedAtOnceWhenItReturns() async throws {
         try await DaemonLab.registered("flap") { lab in

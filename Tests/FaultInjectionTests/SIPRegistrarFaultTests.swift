@@ -4,7 +4,7 @@ import Testing
 
 /// `netres run` against a registrar that refuses service (503 with Retry-After) or restarts,
 /// asserted through the registrar's request log, `ul.dump` and netres's JSON action log.
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct SIPRegistrarFaultTests {
     /// The arrival instants of `user`'s REGISTER transactions (first arrival per CSeq), in order.
     func registerAttempts(_ lab: DaemonLab, user: String) -> [Double] {

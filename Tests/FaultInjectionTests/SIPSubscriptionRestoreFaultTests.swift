@@ -4,7 +4,7 @@ import Testing
 
 /// `netres run` with an account's subscriptions, through a link flap, in foreground and in
 /// background: what the registrar sees SUBSCRIBEd again after the restore, and in which order.
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct SIPSubscriptionRestoreFaultTests {
     /// The account's subscriptions, named as `netres run` names their packages.
     static let packages: Set<String> = ["presence-self", "presence-others", "reg", "message-summary"]

@@ -4,7 +4,7 @@ import Testing
 
 /// The built `netres run` takes SIGTERM and SIGINT through its own pipe (no `DispatchSource`):
 /// each still shuts it down gracefully, unregistering at the real registrar, and exits 0.
-@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .enabled(if: DaemonLab.isInstalled, "needs kamailio"), .timeLimit(.minutes(3)))
 struct SignalShutdownFaultTests {
     @Test(arguments: [SIGTERM, SIGINT])
     func aSignalUnregistersAndExitsZero(signal: Int32) async throws {

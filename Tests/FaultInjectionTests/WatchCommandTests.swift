@@ -5,7 +5,7 @@ import Testing
 
 /// End to end: the built `netres watch --json --raw` runs inside a namespace while the test
 /// changes links there; its JSON Lines are parsed and checked.
-@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(1)))
+@Suite(.serialized, .needsNamespaces, .timeLimit(.minutes(3)))
 struct WatchCommandTests {
     static let netres = Bundle.main.bundleURL.appendingPathComponent("netres").path
     static let keys: Set<String> = [

@@ -7,7 +7,7 @@ import Testing
 
 /// The plugin under the real `ResilienceManager` with the default policy, on the continuous clock,
 /// against the loopback server.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct HTTPGateManagerTests {
     @Test func backgroundDrainsAndRefusesThenForegroundReopens() async throws {
         try await withSlowServer { server in

@@ -4,7 +4,7 @@ import ResilienceTesting
 import Testing
 
 /// The gate and its plugin with a real URLSession against a real HTTP/1.1 server on loopback.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct HTTPGatePluginTests {
     let service: ServiceID = "api.http"
 

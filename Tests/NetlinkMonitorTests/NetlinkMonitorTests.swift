@@ -4,7 +4,7 @@ import ResilienceCore
 import Testing
 
 /// The monitor against the real kernel, read-only, in the test's own namespace (no root needed).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct NetlinkMonitorTests {
     let logger = Logger(label: "netlink-monitor-tests")
 

@@ -4,7 +4,7 @@ import Testing
 
 /// The forced netlink overrun: a reader with a small receive buffer that is busy during the burst
 /// gets ENOBUFS, as a real monitor would (measured here: 28 events fit libnl's default buffer).
-@Suite(.needsLab, .timeLimit(.minutes(1)))
+@Suite(.needsLab, .timeLimit(.minutes(3)))
 struct NetlinkOverrunFaultTests {
     /// A route netlink socket in the phone host that listens to IPv4 and IPv6 address changes,
     /// with the smallest receive buffer the kernel allows.

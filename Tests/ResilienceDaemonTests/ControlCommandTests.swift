@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import ResilienceCore
 import ResilienceDaemon
@@ -80,11 +81,8 @@ struct ControlCommandTests {
             var reply = ""
             for _ in 0..<100 {  // bounded: the socket appears within a second
                 // The client blocks: keep it off the cooperative pool the other suites share.
-                let attempt = await withCheckedContinuation { continuation in
-                    Thread.detachNewThread {
-                        continuation.resume(
-                            returning: try? ControlClient.send("status", socket: path, timeoutSeconds: 5))
-                    }
+                let attempt = await OffThePool.run {
+                    try? ControlClient.send("status", socket: path, timeoutSeconds: 5)
                 }
                 if let answer = attempt {
                     reply = answer

@@ -6,7 +6,7 @@ import Testing
 
 /// The control socket checks who is calling (`SO_PEERCRED`), caps its connections and closes
 /// idle ones: real sockets, a real second user (`nobody`, through `setpriv`).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ControlServerSecurityTests {
     /// A scratch folder holding the socket, removed at the end.
     final class Scratch: Sendable {
@@ -29,11 +29,7 @@ struct ControlServerSecurityTests {
     /// does not exist yet (bounded: 2 s).
     func ask(_ line: String, _ socket: String) async throws -> String {
         for _ in 0..<200 {
-            let reply = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(returning: try? ControlClient.send(line, socket: socket, timeoutSeconds: 10))
-                }
-            }
+            let reply = await OffThePool.run { try? ControlClient.send(line, socket: socket, timeoutSeconds: 10) }
             if let reply { return reply }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -85,7 +81,7 @@ struct ControlServerSecurityTests {
             }
             if !exited {
                 kill(child.pid, SIGKILL)
-                _ = child.waitForExit()
+                _ = await OffThePool.run { child.waitForExit() }
             }
             let reply = try String(contentsOfFile: output, encoding: .utf8)
             #expect(reply.contains("error: refused: uid 65534 is not root or the daemon's user"), "\(reply)")
@@ -117,12 +113,8 @@ struct ControlServerSecurityTests {
         let scratch = Scratch()
         let server = ControlServer(path: scratch.socket, limits: .init(maxConnections: 64)) { "ok \($0)\n" }
         try await serving(server) {
-            let clients = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        returning: (0..<Self.crowd).compactMap { _ in
-                            try? ControlClient.connect(socket: scratch.socket, timeoutSeconds: 5)
-                        })
+            let clients = await OffThePool.run {
+                (0..<Self.crowd).compactMap { _ in try? ControlClient.connect(socket: scratch.socket, timeoutSeconds: 5)
                 }
             }
             defer { for fd in clients { close(fd) } }
@@ -144,16 +136,14 @@ struct ControlServerSecurityTests {
     /// there (blocking calls), and closes them.
     func withClients<T: Sendable>(_ count: Int, _ socket: String, _ body: @escaping @Sendable ([Int32]) -> T) async -> T
     {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let fds = (0..<count).compactMap { _ -> Int32? in
-                    defer { usleep(100_000) }
-                    return try? ControlClient.connect(socket: socket, timeoutSeconds: 10)
-                }
-                let result = body(fds)
-                for fd in fds { close(fd) }
-                continuation.resume(returning: result)
+        await OffThePool.run {
+            let fds = (0..<count).compactMap { _ -> Int32? in
+                defer { usleep(100_000) }
+                return try? ControlClient.connect(socket: socket, timeoutSeconds: 10)
             }
+            let result = body(fds)
+            for fd in fds { close(fd) }
+            return result
         }
     }
 

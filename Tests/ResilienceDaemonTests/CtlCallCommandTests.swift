@@ -12,7 +12,7 @@ private let builtNetres = Bundle.main.bundleURL.appendingPathComponent("netres")
 @Suite(
     .enabled(
         if: FileManager.default.isExecutableFile(atPath: builtNetres), "netres is not built: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct CtlCallCommandTests {
     /// Runs `netres ctl ARGUMENTS --socket S` on its own thread (never Foundation's `Process`:

@@ -8,7 +8,7 @@ import Testing
 
 /// The daemon hands every transition the manager reports to its hooks: a real script records
 /// NETRES_EVENT and NETRES_REASON while a scripted network loses and regains the path.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DaemonHookTests {
     @Test func everyTransitionTheManagerReportsRunsTheHooks() async throws {
         let directory = "/tmp/netres-daemon-hooks-\(UInt32.random(in: 0...UInt32.max))"

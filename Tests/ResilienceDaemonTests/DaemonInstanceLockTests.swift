@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import ResilienceDaemon
@@ -7,7 +8,7 @@ import Testing
 
 /// One daemon per config: a second one is refused naming the first's PID and leaves its socket
 /// alone; a stale socket file left by a dead daemon is replaced.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DaemonInstanceLockTests {
     let directory = "/tmp/netres-lock-\(UUID().uuidString)"
     var socket: String { directory + "/ctl.sock" }
@@ -23,12 +24,7 @@ struct DaemonInstanceLockTests {
     /// `status` over the socket on a thread of its own, retried for up to 2 s while it appears.
     func status() async -> String? {
         for _ in 0..<200 {
-            let reply = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    continuation.resume(
-                        returning: try? ControlClient.send("status", socket: socket, timeoutSeconds: 10))
-                }
-            }
+            let reply = await OffThePool.run { try? ControlClient.send("status", socket: socket, timeoutSeconds: 10) }
             if let reply { return reply }
             try? await Task.sleep(for: .milliseconds(10))
         }

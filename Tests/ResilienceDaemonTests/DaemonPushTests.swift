@@ -12,7 +12,7 @@ import Testing
 /// `netres ctl push` end to end inside one daemon (no registrar: the app stays suspended and the
 /// account has no push token, so the push's REGISTER goes to a closed loopback port): the push is
 /// logged escaped, counted, handed to the hooks and decided as `push.received.KIND`.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DaemonPushTests {
     final class Lines: Sendable {
         let all = Mutex<[String]>([])

@@ -2,7 +2,7 @@ import NIOPosix
 import ResilienceDaemon
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct EventLoopClockTests {
     let clock = EventLoopClock(eventLoop: MultiThreadedEventLoopGroup.singleton.next(), maximumSlice: .seconds(1))
 

@@ -10,7 +10,7 @@ import Testing
 
 /// `GET /metrics` on a real loopback socket after a scripted flap: the transition and action
 /// counters and the recovery histograms are there, with the counts the flap produced.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct MetricsEndpointTests {
     static let logger: Logger = {
         var logger = Logger(label: "metrics-test")

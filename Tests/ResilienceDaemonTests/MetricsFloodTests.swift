@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import ResilienceDaemon
@@ -8,7 +9,7 @@ import Testing
 /// Issue 25: 1,100 idle TCP connections to `/metrics` took every descriptor of the daemon for
 /// 120 s (`ctl status` unanswered). Capped and timed out like the control socket, the endpoint
 /// holds a bounded number of them and the daemon keeps answering.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct MetricsFloodTests {
     /// A blocking TCP connection to 127.0.0.1:`port`, or -1.
     static func connect(_ port: Int) -> Int32 {
@@ -56,13 +57,13 @@ struct MetricsFloodTests {
         let port = try #require(await daemon.metricsEndpoint?.port())
         // The test process holds the 1,100 client ends too: past a 1,024 soft limit.
         OpenFileLimit.raiseToHard()
-        let clients = await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: (0..<1_100).map { _ in Self.connect(port) }) }
-        }
+        let clients = await OffThePool.run { (0..<1_100).map { _ in Self.connect(port) } }
         defer { for fd in clients where fd >= 0 { close(fd) } }
         #expect(clients.filter { $0 >= 0 }.count == 1_100)
 
-        let status = try ControlClient.send("status", socket: directory + "/ctl.sock", timeoutSeconds: 10)
+        let status = try await OffThePool.run {
+            try ControlClient.send("status", socket: directory + "/ctl.sock", timeoutSeconds: 10)
+        }
         #expect(!status.hasPrefix("error"), "ctl status: \(status)")
         let text = try await MetricsEndpointTests.scrape(port)
         #expect(text.contains("netres_transitions"), "a new scrape gets in")
@@ -87,15 +88,13 @@ struct MetricsFloodTests {
         let group = ServiceGroup(services: [endpoint], logger: MetricsEndpointTests.logger)
         let running = Task { try await group.run() }
         let port = try #require(await endpoint.port())
-        let closedByServer = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                let fd = Self.connect(port)
-                defer { if fd >= 0 { close(fd) } }
-                var timeout = timeval(tv_sec: 20, tv_usec: 0)  // a hang guard
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var byte: UInt8 = 0
-                continuation.resume(returning: fd >= 0 && recv(fd, &byte, 1, 0) == 0)
-            }
+        let closedByServer = await OffThePool.run {
+            let fd = Self.connect(port)
+            defer { if fd >= 0 { close(fd) } }
+            var timeout = timeval(tv_sec: 20, tv_usec: 0)  // a hang guard
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var byte: UInt8 = 0
+            return fd >= 0 && recv(fd, &byte, 1, 0) == 0
         }
         #expect(closedByServer, "the server ended the idle connection (EOF), not the guard")
         await group.triggerGracefulShutdown()

@@ -58,7 +58,7 @@ final class FakeNotifySocket: Sendable {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SystemdNotifierTests {
     @Test func theDaemonSaysReadyOnceThePathIsKnownAndPingsTheWatchdog() async throws {
         let socket = try FakeNotifySocket()

@@ -3,7 +3,7 @@ import ResilienceRuntime
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ActionExecutorTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin()
@@ -254,7 +254,7 @@ struct ActionExecutorTests {
 }
 
 /// Local actions (built-in `ActionKind.local`, or a plugin's `localActions`) run while the path is down.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct LocalActionTests {
     let clock = ManualClock()
 

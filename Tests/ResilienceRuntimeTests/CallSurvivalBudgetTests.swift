@@ -8,7 +8,7 @@ import Testing
 /// `Policy.callSurvivalBudget` has one source: the policy the manager was given, handed to the
 /// plugins with every action (`PluginContext.callSurvivalBudget`), so a library user who sets it
 /// in the policy gets it applied by the SIP plugin without a second setting.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct CallSurvivalBudgetTests {
     let clock = ManualClock()
 

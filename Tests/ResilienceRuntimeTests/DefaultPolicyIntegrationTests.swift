@@ -6,7 +6,7 @@ import ServiceLifecycle
 import Testing
 
 /// The manager with the real rules engine and the default policy, end to end on a manual clock.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct DefaultPolicyIntegrationTests {
     @Test func theDefaultPolicyReRegistersBeforeResubscribingAndTearsDownOnShutdown() async throws {
         let clock = ManualClock()

@@ -1,7 +1,7 @@
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct EventRecorderTests {
     @Test func aWaitResumesOnTheElementThatSatisfiesIt() async throws {
         let (stream, input) = AsyncStream<Int>.makeStream()

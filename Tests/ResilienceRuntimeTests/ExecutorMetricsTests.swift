@@ -5,7 +5,7 @@ import ResilienceRuntime
 import ResilienceTesting
 import Testing
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ExecutorMetricsTests {
     @Test func outcomesAreCountedByKindAndOutcomeAndAttemptsAreTimed() async throws {
         let clock = ManualClock()

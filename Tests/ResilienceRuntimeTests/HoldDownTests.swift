@@ -7,7 +7,7 @@ import Testing
 
 /// The policy's hold-down, set exactly as the "Embedding in a client stack" article does
 /// (`policy.holdDown = .seconds(3)`), is applied by the manager to any source's losses.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct HoldDownTests {
     let clock = ManualClock()
     let source: ScriptedNetworkSource

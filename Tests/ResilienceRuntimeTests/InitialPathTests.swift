@@ -17,7 +17,7 @@ final class PathRecordingPlugin: ResiliencePlugin {
     }
 }
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InitialPathTests {
     /// A plugin binds to the path's addresses: an action decided before the first network change
     /// (the `started` register) must see the satisfied initial path, not an empty one.

@@ -7,7 +7,7 @@ import Testing
 
 /// Flap damping inside the manager, on a manual clock: a storm of N flaps (or app-state changes)
 /// costs O(1) decisions, a single one acts at once, and what was held is decided once it settles.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ManagerDampingTests {
     let clock = ManualClock()
     let source: ScriptedNetworkSource

@@ -7,7 +7,7 @@ import Testing
 
 /// A plugin's reports applied by a manager running the default policy, as an embedding app
 /// would run it: no code of the app's own between the plugin and the refresh timer.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct PluginReportTests {
     let clock = ManualClock()
     let source: ScriptedNetworkSource

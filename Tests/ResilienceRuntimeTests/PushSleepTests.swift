@@ -8,7 +8,7 @@ import Testing
 
 /// RFC 8599 in the runtime: suspended with a push token is asleep (no refresh, no ping, no
 /// timer), a push wakes the account for the policy's window, then it sleeps again.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct PushSleepTests {
     let clock = ManualClock()
     let plugin = RecordingPlugin(id: "sip", actions: Set(ActionKind.builtIn))

@@ -31,7 +31,7 @@ let testDecide: ResilienceManager.Decide = { trigger, services, _ in
 
 let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ResilienceManagerTests {
     let clock = ManualClock()
     let source: ScriptedNetworkSource

@@ -8,7 +8,7 @@ import Testing
 
 /// The rules engine owns the app state; the scheduler and status read it from there, from the
 /// first wake-up on.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct StateOwnerTests {
     /// In the background one wake-up takes everything due within the minimum background interval
     /// (600 s); in the foreground only what is due within the 10 s coalescing window. Refreshes
@@ -84,7 +84,7 @@ struct StateOwnerTests {
 
 /// The rules engine owns the network path: status shows the path the last network decision was
 /// made on, and the executor hands plugins that same path.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct PathOwnerTests {
     /// Records the path each action's context carries.
     final class PathRecordingPlugin: ResiliencePlugin {

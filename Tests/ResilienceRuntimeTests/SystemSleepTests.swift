@@ -27,7 +27,7 @@ struct SleepDetectorTests {
 
 /// The manager reports a detected system sleep as `app.resumed`, decided with the trigger that
 /// woke it; the default policy then refreshes the registration.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SystemSleepManagerTests {
     let clock = ManualClock()
     /// The machine's time asleep, as the test wants it.

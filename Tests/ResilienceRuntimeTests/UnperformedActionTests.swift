@@ -8,7 +8,7 @@ import Testing
 
 /// An action no plugin performs never stalls the service's queue: a plugin performs only the
 /// kinds it has a use for, and the default policy's SIP-specific steps are skipped for it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct UnperformedActionTests {
     /// The testing article's own `ChatPlugin` (register, refresh, unregister only) under the
     /// default policy, whose address change plans `close-stale-transports`, `register`,

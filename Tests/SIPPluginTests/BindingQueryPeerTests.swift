@@ -8,7 +8,7 @@ import Testing
 
 /// The binding query against a scripted UDP registrar on loopback, on a ManualClock: which flow
 /// pings ask for the bindings (RFC 3261 §10.2.3), and what a registrar that forgot them causes.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BindingQueryPeerTests {
     /// What the scripted registrar saw: each request's method and whether it had a Contact.
     struct Seen: Hashable, Sendable {

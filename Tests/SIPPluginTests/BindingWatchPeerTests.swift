@@ -8,7 +8,7 @@ import Testing
 
 /// Two accounts of one plugin (one shared UDP socket, one `BindingWatch`) at a scripted UDP
 /// registrar that forgot them, on a ManualClock: one query speaks for both.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct BindingWatchPeerTests {
     @Test func oneAccountsQueryFindingItsBindingGoneRenewsTheOtherWithoutAQueryOfItsOwn() async throws {
         let peer = try UDPTestPeer()

@@ -12,7 +12,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct ContactAckWaitTests {
     /// What the caller at `sentBy` sends: `method` in call `callID`, with `toTag` once it has one.

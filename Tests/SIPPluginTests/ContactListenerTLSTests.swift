@@ -14,7 +14,7 @@ import Testing
 /// the flow's address and port and gets the answer on its own connection.
 @Suite(
     .serialized, .enabled(if: TestCertificates.openssl != nil, "openssl missing: SKIPPED"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
 struct ContactListenerTLSTests {
     let group = MultiThreadedEventLoopGroup.singleton
 
@@ -23,7 +23,8 @@ struct ContactListenerTLSTests {
         let folder = "/tmp/nr-contact-tls-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: folder) }
         try await body(
-            TestCertificates(folder: folder, serverName: "netres.test", serverAddress: "127.0.0.1", validity: .valid))
+            await TestCertificates(
+                folder: folder, serverName: "netres.test", serverAddress: "127.0.0.1", validity: .valid))
     }
 
     /// A TLS server on loopback standing in for the registrar: it completes handshakes and

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 import NIOCore
@@ -68,15 +69,13 @@ enum ContactProbe {
         answer: SIPMessage?, port: Int, refused: Bool
     ) {
         guard let (host, port) = hostPort(of: contact) else { throw HarnessError("no host:port in \(contact)") }
-        return await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                guard let fd = connect(host, port) else { return continuation.resume(returning: (nil, 0, true)) }
-                defer { close(fd) }
-                let local = localPort(of: fd)
-                let bytes = options(to: contact, sentBy: "127.0.0.1:\(local)", transport: "TCP").serialized()
-                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                continuation.resume(returning: (receive(on: fd, within: seconds).message, local, false))
-            }
+        return await OffThePool.run(named: "netres-test-probe") {
+            guard let fd = connect(host, port) else { return (nil, 0, true) }
+            defer { close(fd) }
+            let local = localPort(of: fd)
+            let bytes = options(to: contact, sentBy: "127.0.0.1:\(local)", transport: "TCP").serialized()
+            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            return (receive(on: fd, within: seconds).message, local, false)
         }
     }
 }

@@ -13,7 +13,7 @@ import Testing
 /// go back from the same port, responses go to the account their branch names (for its
 /// transactions: a dialog's remote target answers at the Contact), and a thousand accounts
 /// still cost one socket and its twin.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ContactTwinTests {
     let hub = DatagramFlowHub(log: ThrottledLog(logger: testLogger("contact-twin"), clock: ContinuousClock()))
     let inbox = SharedDatagramFlowTests.Inbox()
@@ -50,7 +50,8 @@ struct ContactTwinTests {
         let answer = await stranger.run { peer -> (SIPMessage, Int)? in
             peer.send(strayBytes, to: target)
             peer.send(request.serialized(), to: target)
-            guard let (bytes, from) = peer.receive(within: 5), let message = try? SIPParser.parse(datagram: bytes)
+            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                let message = try? SIPParser.parse(datagram: bytes)
             else { return nil }
             return (message, ContactProbe.port(of: from))
         }

@@ -137,7 +137,7 @@ extension DaemonKamailioTests {
             #expect(try await send("hold \(id)", running) == "ok hold \(id) held\n")
             #expect(try await send("resume \(id)", running) == "ok resume \(id) active\n")
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             // sipp saw the INVITE, two re-INVITEs (its checks: sendonly, then sendrecv) and the BYE.
             #expect(sipp.received("INVITE") == 3 && sipp.received("BYE") == 1)
             // Kamailio challenged the first INVITE, then relayed it and the in-dialog requests.
@@ -192,7 +192,7 @@ extension DaemonKamailioTests {
                     try await calls(running).first?["state"] as? String == "active"
                 })
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
-            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("BYE") == 1, "sipp took the daemon's BYE (its scenario sends none)")
             #expect(
                 await eventually(within: .seconds(10)) {
@@ -217,7 +217,7 @@ extension DaemonKamailioTests {
             #expect((call["media_address"] as? String)?.hasPrefix("127.0.0.1:") == true, "echo media bound")
             let id = try #require(call["id"] as? String)
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
-            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             let states = running.recorded().map { $0.split(separator: " ").first.map(String.init) ?? "" }
             #expect(await eventually(within: .seconds(10)) { running.recorded().count == 3 }, "\(states)")
             #expect(
@@ -246,7 +246,7 @@ extension DaemonKamailioTests {
                     try await calls(running).first?["state"] as? String == "active"
                 })
             #expect(try await send("hangup \(id)", running) == "ok hangup \(id) ended\n")
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 3)
         }
     }

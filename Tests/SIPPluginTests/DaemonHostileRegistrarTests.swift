@@ -13,7 +13,7 @@ import Testing
 /// `netres run` in-process (config file → ``Daemon``, the real SIP plugin and manager) against a
 /// scripted registrar on loopback that is hostile or broken: a 503 with the largest Retry-After,
 /// a 5 s grant, silence. The network source is scripted (a satisfied loopback path).
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct DaemonHostileRegistrarTests {
     actor Lines {
         var all: [String] = []

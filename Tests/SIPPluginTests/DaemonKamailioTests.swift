@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Logging
 import NetworkLab
@@ -13,7 +14,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct DaemonKamailioTests {
     actor Lines {
@@ -24,9 +25,7 @@ struct DaemonKamailioTests {
     /// Runs blocking work (the blocking control client) on its own
     /// thread, so it never starves the two-thread cooperative pool the other suites share.
     func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(with: Result { try body() }) }
-        }
+        try await OffThePool.run(body)
     }
 
     /// The config's `accounts:` key with one account of `user` at the loopback Kamailio, open

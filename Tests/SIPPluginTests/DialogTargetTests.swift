@@ -16,7 +16,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled && LabRegistrar.isInstalled, "sipp or Kamailio missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct DialogTargetTests {
     @Test(arguments: [SIPTransportKind.udp, .tcp])
@@ -34,7 +34,7 @@ struct DialogTargetTests {
             try await agent.hold(call, path: loopbackPath())
             try await agent.hangUp(call, path: loopbackPath())
             #expect(
-                await sipp.exitStatus(within: 15) == 0,
+                await sipp.exitStatus(within: 30) == 0,
                 "sipp got the re-INVITE, its ACK and the BYE: \(sipp.errors.suffix(800)) \(sipp.messages.suffix(1500))")
             let events = await recorder.events(until: { $0.phase == .ended }, within: 15)
             #expect(events.map(\.phase) == [.alerting, .active, .held, .ended])

@@ -7,7 +7,7 @@ import Testing
 
 /// Responses on a flow reach the runtime as `.flowActive` (so the flow's ping waits): real
 /// datagrams from a scripted loopback peer for the wire, instants passed in for the gap.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct FlowActivityTests {
     @Test func aMatchedResponseIsReportedWithTheRegistrationAndAStrayOneIsNot() async throws {
         let peer = try UDPTestPeer()
@@ -19,7 +19,8 @@ struct FlowActivityTests {
             account: account, logger: testLogger("activity"), onFlowActive: { recorder.record($0) })
         let script = Task {
             await peer.run { peer -> Bool in
-                guard let (bytes, from) = peer.receive(within: 5), let request = try? SIPParser.parse(datagram: bytes)
+                guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                    let request = try? SIPParser.parse(datagram: bytes)
                 else { return false }
                 // A response no transaction of the agent's waits for comes first: it proves nothing.
                 var stray = request.makeResponse(status: 200, reason: "OK", toTag: "stray")

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 25, on real loopback sockets: a hostile peer's flood is answered at once and bounded,
 /// big datagrams arrive whole, and a head with too many lines costs a stream nothing but a 400.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct HostileInputTests {
     /// An agent subscribed through `peer` (its notifier): then `script` runs on the peer's thread
     /// with the SUBSCRIBE and the agent's address. The agent is closed at the end.
@@ -22,7 +22,7 @@ struct HostileInputTests {
             await peer.run { peer -> T? in
                 guard
                     let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return nil }
                 peer.send(SIPSubscriptionPeerTests.accept(subscribe, tag: "srv", port: port), to: from)
                 return script(peer, subscribe, from)
@@ -52,7 +52,7 @@ struct HostileInputTests {
             // The last answer of each INVITE: 180 (rung) or 503 (refused), 100 Trying meanwhile.
             var last: [String: SIPMessage] = [:]
             while last.values.filter({ ($0.status ?? 0) > 100 }).count < 50,
-                let (bytes, _) = peer.receive(within: 10)
+                let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard)
             {
                 guard let message = try? SIPParser.parse(datagram: bytes), message.cseq?.method == "INVITE",
                     let callID = message.headers["Call-ID"]
@@ -84,7 +84,7 @@ struct HostileInputTests {
             notify?.body = Array("<?xml version=\"1.0\"?>\n\(padding)<reginfo/>\n".utf8)
             guard let notify, notify.serialized().count > 4_096 else { return nil }
             peer.send(notify.serialized(), to: from)
-            while let (bytes, _) = peer.receive(within: 5) {
+            while let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                 if let answer = try? SIPParser.parse(datagram: bytes), answer.cseq?.method == "NOTIFY" {
                     return answer.status
                 }

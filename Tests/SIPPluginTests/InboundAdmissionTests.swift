@@ -6,7 +6,7 @@ import Testing
 /// The server-transaction table's door (issue 25): a full table answers at once (486 to an
 /// INVITE, 503 with Retry-After otherwise), strangers and storms within one dialog are
 /// rate-limited with 503 and Retry-After, and a slot that frees takes a new call again.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InboundAdmissionTests {
     static let timers = SIPTimers()
     /// A door that never limits, to look at the capacity alone.

@@ -74,7 +74,7 @@ struct IncomingReplacesTests {
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled && LabRegistrar.isInstalled, "sipp or Kamailio missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct IncomingReplacesSIPpTests {
     @Test func anInviteWithReplacesTakesTheConfirmedCallsPlaceAndTheOldOneGetsBye() async throws {

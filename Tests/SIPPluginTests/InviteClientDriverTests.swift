@@ -8,7 +8,7 @@ import Testing
 
 /// The INVITE client transaction over a real UDP socket to a scripted peer, every timer on a
 /// ManualClock: retransmissions and timeouts are counted, no real second passes per timer.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InviteClientDriverTests {
     static let timers = SIPTimers()
 
@@ -77,13 +77,15 @@ struct InviteClientDriverTests {
         let (transport, invite) = try await Self.setUp(peer: peer, clock: clock, table: table)
         let script = Task {
             await peer.run { peer -> [SIPMessage] in
-                guard let (bytes, from) = peer.receive(within: 5), let invite = try? SIPParser.parse(datagram: bytes)
+                guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                    let invite = try? SIPParser.parse(datagram: bytes)
                 else { return [] }
                 peer.send(invite.makeResponse(status: 180, reason: "Ringing", toTag: "b1").serialized(), to: from)
                 var acks: [SIPMessage] = []
                 for _ in 0..<2 {
                     peer.send(invite.makeResponse(status: 486, reason: "Busy Here", toTag: "b1").serialized(), to: from)
-                    guard let (ack, _) = peer.receive(within: 5), let parsed = try? SIPParser.parse(datagram: ack)
+                    guard let (ack, _) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                        let parsed = try? SIPParser.parse(datagram: ack)
                     else { break }
                     acks.append(parsed)
                 }
@@ -112,7 +114,8 @@ struct InviteClientDriverTests {
         let (transport, invite) = try await Self.setUp(peer: peer, clock: clock, table: table)
         let script = Task {
             await peer.run { peer -> Int in
-                guard let (bytes, from) = peer.receive(within: 5), let invite = try? SIPParser.parse(datagram: bytes)
+                guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                    let invite = try? SIPParser.parse(datagram: bytes)
                 else { return -1 }
                 let ok = invite.makeResponse(status: 200, reason: "OK", toTag: "b2").serialized()
                 peer.send(ok, to: from)

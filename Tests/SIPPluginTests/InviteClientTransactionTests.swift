@@ -4,7 +4,7 @@ import Testing
 @testable import SIPPlugin
 
 /// RFC 3261 §17.1.1 with RFC 6026: timers A, B, D and M, the ACK for a non-2xx, 2xx passed up.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InviteClientTransactionTests {
     static let timers = SIPTimers()
     static let invite: SIPMessage = {

@@ -8,7 +8,7 @@ import Testing
 
 /// RFC 3261 §17.2.1 with RFC 6026 and §9.2, through the server transaction table, timers on a
 /// ManualClock the test moves: no real time passes.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct InviteServerTransactionTests {
     static let timers = SIPTimers()
 
@@ -169,7 +169,7 @@ struct InviteServerTransactionTests {
             logger: testLogger("invite-server"))
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (register, from) = peer.receive(within: 5),
+                guard let (register, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
                     let request = try? SIPParser.parse(datagram: register)
                 else { return [] }
                 peer.send(request.makeResponse(status: 200, reason: "OK", toTag: "reg").serialized(), to: from)
@@ -179,15 +179,15 @@ struct InviteServerTransactionTests {
                 }
                 peer.send(Self.invite(branch: "z9hG4bKwire").serialized(), to: from)
                 // 100, 400, and at least one 400 resent by timer G (T1 = 50 ms): bounded reads.
-                for _ in 0..<4 { if let (bytes, _) = peer.receive(within: 5) { note(bytes) } }
+                for _ in 0..<4 { if let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard) { note(bytes) } }
                 peer.send(Self.request("ACK", branch: "z9hG4bKwire").serialized(), to: from)
                 // Drain what was in flight when the ACK left, then expect silence.
                 while let (bytes, _) = peer.receive(within: 1) { note(bytes) }
                 statuses.append(-1)  // the ACK's place
                 peer.send(Self.request("CANCEL", branch: "z9hG4bKwire").serialized(), to: from)
-                if let (bytes, _) = peer.receive(within: 5) { note(bytes) }
+                if let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard) { note(bytes) }
                 peer.send(Self.request("CANCEL", branch: "z9hG4bKnone").serialized(), to: from)
-                if let (bytes, _) = peer.receive(within: 5) { note(bytes) }
+                if let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard) { note(bytes) }
                 return statuses
             }
         }

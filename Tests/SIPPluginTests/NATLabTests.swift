@@ -12,7 +12,7 @@ import Testing
     .serialized,
     .enabled(if: NetworkLab.isSupported, "needs root and iproute2: SKIPPED"),
     .enabled(if: LabRegistrar.isInstalled, "needs kamailio: SKIPPED"),
-    .timeLimit(.minutes(1)))
+    .timeLimit(.minutes(3)))
 struct NATLabTests {
     /// One STUN Binding from `fd` to the registrar; the mapped address, or nil after `wait` seconds.
     static func binding(_ fd: Int32, wait: Double = 1.5) -> String? {

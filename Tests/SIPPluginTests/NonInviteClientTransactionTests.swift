@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// RFC 3261 §17.1.2 timers E and F, on a clock the test moves.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct NonInviteClientTransactionTests {
     static let timers = SIPTimers()
     static let provisional = SIPMessage(startLine: .response(status: 100, reason: "Trying"))
@@ -124,7 +124,7 @@ struct NonInviteClientTransactionTests {
         }
         let answered = await peer.run { peer -> Bool in
             var last: (bytes: [UInt8], from: sockaddr_in)?
-            for _ in 0..<answeredCopy { last = peer.receive(within: 5) }
+            for _ in 0..<answeredCopy { last = peer.receive(within: UDPTestPeer.arrivalGuard) }
             guard let (bytes, from) = last, let copy = try? SIPParser.parse(datagram: bytes) else { return false }
             peer.send(copy.makeResponse(status: 200, reason: "OK", toTag: "c").serialized(), to: from)
             return true

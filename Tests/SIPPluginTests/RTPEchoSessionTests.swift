@@ -6,7 +6,7 @@ import Testing
 
 /// The built-in media session on loopback: real UDP sockets, packets counted, echoed, and the
 /// socket moved to another address on a rebind.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.serialized, .timeLimit(.minutes(3)))
 struct RTPEchoSessionTests {
     static func address(_ host: String, _ port: Int) -> sockaddr_in {
         var address = sockaddr_in()

@@ -56,9 +56,9 @@ extension RegistrarPacerTests {
         try await pacer.admit(clock: clock)
         let executor = ManualTaskExecutor()
         let first = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         let second = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         #expect(pacer.waiting == 2)
         return (pacer, executor, first, second)
     }
@@ -72,12 +72,12 @@ extension RegistrarPacerTests {
         // cancelled before it takes another step.
         pacer.finish(.retransmitted)  // window stays 1, nothing in flight: room for one
         first.cancel()
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(pacer.waiting == 0)
         #expect(pacer.window.inFlight == 1)  // the second one's, handed on
         second.cancel()  // ends the second task on the old code, where it stayed parked
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         try await second.value
         pacer.finish(.answered)
         #expect(pacer.window.inFlight == 0)
@@ -88,12 +88,12 @@ extension RegistrarPacerTests {
     @Test func aWaiterCancelledWhileQueuedTakesNoSlot() async throws {
         let (pacer, executor, first, second) = try await twoQueuedWaiters()
         first.cancel()
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(pacer.waiting == 1)
         #expect(pacer.window.inFlight == 1)
         pacer.finish(.retransmitted)
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         try await second.value
         #expect(pacer.waiting == 0)
         #expect(pacer.window.inFlight == 1)
@@ -112,17 +112,17 @@ extension RegistrarPacerTests {
         let executor = ManualTaskExecutor()
         let second = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
         let third = Task(executorPreference: executor) { try await pacer.admit(clock: clock) }
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         #expect(clock.sleeperCount == 2)
         #expect(pacer.window.inFlight == 4)
         #expect(pacer.waiting == 0)
         #expect(clock.nextDeadline == t0 + .milliseconds(100))
         third.cancel()
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         await #expect(throws: CancellationError.self) { try await third.value }
         #expect(pacer.window.inFlight == 3)
         clock.advance(by: .milliseconds(100))
-        executor.runUntilIdle()
+        #expect(executor.runUntilIdle())
         try await second.value
         #expect(pacer.window.inFlight == 3)
     }

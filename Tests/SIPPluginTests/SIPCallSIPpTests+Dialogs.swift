@@ -22,7 +22,7 @@ extension SIPCallSIPpTests {
             try await agent.answer(call, path: loopbackPath())
             #expect(await eventually(within: .seconds(10)) { await agent.calls[call]?.awaitingAck == nil })
             try await agent.hangUp(call, path: loopbackPath())
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
             #expect(events.map(\.phase) == [.alerting, .active, .ended])
             await agent.close()
@@ -40,7 +40,7 @@ extension SIPCallSIPpTests {
             let agent = SIPUserAgent(account: impatient, logger: testLogger(user))
             let recorder = Recorder(agent)
             try await agent.register(path: loopbackPath())
-            #expect(await sipp.exitStatus(within: 15) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             let events = await recorder.events(until: { $0.phase == .ended })
             #expect(events.map(\.phase) == [.alerting, .ended])
             #expect(events.last?.reason == "480" && events.last?.trigger == "timeout")
@@ -62,7 +62,7 @@ extension SIPCallSIPpTests {
             let held = await recorder.events(until: { $0.phase == .held && $0.glareRetries == 1 }).last
             #expect(held?.glareRetries == 1)
             try await agent.hangUp(call, path: loopbackPath())
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 3)
             await agent.close()
         }
@@ -86,7 +86,7 @@ extension SIPCallSIPpTests {
             #expect(await plugin.calls(of: user)[call] == .held)
             try await plugin.resume(call, account: user, path: loopbackPath())
             try await plugin.hangUp(call, account: user, path: loopbackPath())
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(await phases.value == [.progressing, .active, .held, .active])
             #expect(await plugin.calls(of: user).isEmpty)
             await #expect(throws: PluginError.permanent("sip: no account \"nobody\"")) {

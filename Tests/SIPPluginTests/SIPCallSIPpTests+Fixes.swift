@@ -20,7 +20,7 @@ extension SIPCallSIPpTests {
             try await agent.hangUp(call, path: loopbackPath())
             #expect(sipp.received("CANCEL") == 0, "no CANCEL before a provisional (RFC 3261 §9.1)")
             await #expect(throws: PluginError.self) { try await placing.value }
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("CANCEL") == 1)
             #expect(recorder.events.last?.reason == "CANCEL")
             await agent.close()
@@ -50,7 +50,7 @@ extension SIPCallSIPpTests {
             #expect(ended?.reason == "no ACK")
             #expect(ended?.trigger == "timeout")
             #expect(await agent.activeCalls.isEmpty)
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 1)
             await agent.close()
         }

@@ -45,7 +45,7 @@ extension SIPCallServiceTests {
             #expect(outcomes == [.started, .superseded, .started, .succeeded], "\(outcomes)")
             #expect(await agent.activeCalls[call] == .active)
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(sipp.received("INVITE") == 2, "the INVITE and one re-INVITE")
             #expect(sipp.received("ACK") == 2, "both 2xx ACKed")
             let log = kamailio.requests().filter { $0.user == account.user }

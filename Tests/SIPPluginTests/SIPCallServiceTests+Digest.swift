@@ -22,7 +22,7 @@ extension SIPCallServiceTests {
             try await plugin.perform(action(.register, account.registrationService), context: context())
             #expect(await agent.auth?.nonceCount == 2)
             try await agent.hangUp(call, path: loopbackPath())
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             #expect(kamailio.transactionCount(of: "REGISTER", from: account.user) == 3)
             // 407, then the INVITE with credentials; the BYE reuses them (no challenge).
             #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 2)

@@ -11,7 +11,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPCallServiceTests {
     func plugin(for sipp: SIPpHarness) -> (SIPPlugin, SIPAccount) {
@@ -65,7 +65,7 @@ struct SIPCallServiceTests {
         try await agent.resume(call, reason: .user, path: loopbackPath())  // re-INVITE sendrecv
         try await agent.hangUp(call, path: loopbackPath())
 
-        #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+        #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
         let reports = await seen.value
         #expect(
             reports.map(Self.kind) == [
@@ -119,7 +119,7 @@ struct SIPCallServiceTests {
             #expect(await agent.activeCalls[call] == .active)
             #expect(try await kamailio.contacts().allSatisfy { $0.contains("@127.0.0.2:") })
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             // The registrar challenged the first INVITE (407), then relayed it with credentials
             // and the re-INVITE (its log is the witness: three INVITE CSeqs).
             #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 3)
@@ -140,7 +140,7 @@ struct SIPCallServiceTests {
             try await plugin.perform(action(.resumeCall, account.callService(call)), context: context("127.0.0.2"))
             #expect(await agent.activeCalls[call] == .held)
             try await agent.hangUp(call, path: loopbackPath("127.0.0.2"))
-            #expect(await sipp.exitStatus(within: 10) == 0, "sipp: \(sipp.errors.suffix(800))")
+            #expect(await sipp.exitStatus(within: 30) == 0, "sipp: \(sipp.errors.suffix(800))")
             // 407 + INVITE with credentials, hold, the held re-offer from the new address.
             #expect(kamailio.transactionCount(of: "INVITE", from: account.user) == 4)
         }

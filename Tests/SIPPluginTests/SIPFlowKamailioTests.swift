@@ -11,7 +11,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPFlowKamailioTests {
     func makePlugin(

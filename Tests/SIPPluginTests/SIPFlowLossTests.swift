@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// Flow losses against scripted peers on loopback: which endings are reported, and which not.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPFlowLossTests {
     func makeAgent(
         port: Int, transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),
@@ -114,7 +114,7 @@ struct SIPFlowLossTests {
                 // Until the first OPTIONS (bounded): REGISTERs are answered, OPTIONS never.
                 var methods: [(method: String, cseq: UInt32)] = []
                 while methods.count < 20, methods.last?.method != "OPTIONS",
-                    let (bytes, from) = peer.receive(within: 10)
+                    let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard)
                 {
                     guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
                     methods.append((request.method ?? "?", request.cseq?.number ?? 0))
@@ -165,7 +165,7 @@ struct SIPFlowLossTests {
         let script = Task {
             await peer.run { peer -> Int in
                 var answered = 0
-                while answered < 2, let (bytes, from) = peer.receive(within: 5) {
+                while answered < 2, let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                     guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
                     var response = request.makeResponse(status: 200, reason: "OK", toTag: "p")
                     if answered == 0 { response.headers.add("Flow-Timer", "25") }
@@ -191,7 +191,7 @@ struct SIPFlowLossTests {
         let (agent, _) = makeAgent(port: peer.port, flowPing: .off, recorder: recorder)
         let script = Task {
             await peer.run { peer -> Bool in
-                guard let (bytes, from) = peer.receive(within: 5),
+                guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
                     let request = try? SIPParser.parse(datagram: bytes)
                 else { return false }
                 var response = request.makeResponse(status: 200, reason: "OK", toTag: "p")

@@ -8,7 +8,7 @@ import Testing
 
 /// Issue 13 item 5: a peer cannot flood the log (warnings are rate-limited per kind, with a
 /// count of what was suppressed) or forge lines in it (wire values are escaped).
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPLogFloodTests {
     /// An OPTIONS from the peer; its answer proves every datagram sent before it was read.
     static func probe(_ index: Int, port: Int) -> [UInt8] {
@@ -37,14 +37,14 @@ struct SIPLogFloodTests {
             await peer.run { peer -> Int in
                 guard
                     let (register, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return -1 }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 var answered = 0
                 for round in 0..<10 {
                     for _ in 0..<100 { peer.send(Self.malformed, to: from) }
                     peer.send(Self.probe(round, port: port), to: from)
-                    guard peer.receive(within: 5) != nil else { return answered }
+                    guard peer.receive(within: UDPTestPeer.arrivalGuard) != nil else { return answered }
                     answered += 1
                 }
                 return answered
@@ -63,12 +63,12 @@ struct SIPLogFloodTests {
                 // A REGISTER tells the peer where the agent listens; answer it, then one more.
                 guard
                     let (register, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return false }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 peer.send(Self.malformed, to: from)
                 peer.send(Self.probe(99, port: port), to: from)
-                return peer.receive(within: 5) != nil
+                return peer.receive(within: UDPTestPeer.arrivalGuard) != nil
             }
         }
         try await agent.register(path: loopbackPath())

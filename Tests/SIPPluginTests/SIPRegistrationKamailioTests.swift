@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPRegistrationKamailioTests {
     func withKamailio(_ body: (LabRegistrar) async throws -> Void) async throws {

@@ -9,7 +9,7 @@ import Testing
 /// While the runtime's path is unsatisfied the agent answers nothing: a request that arrived
 /// just before the loss (a NOTIFY, an OPTIONS) gets no answer on a path netlink shows down;
 /// the server's retransmission after the return gets it.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPReplyGateTests {
     /// An out-of-dialog OPTIONS from the peer, with a fixed branch so a resend is a retransmission.
     static func options(port: Int) -> [UInt8] {
@@ -54,7 +54,9 @@ struct SIPReplyGateTests {
                 step.withLock { $0 = .askedWhileDown }
                 guard wait(for: .pathUp) else { return ["path never up"] }
                 peer.send(Self.options(port: port), to: from)
-                let afterReturn = SIPSubscriptionPeerTests.nextRequest(peer, within: 10).map { "\($0.0.status ?? 0)" }
+                let afterReturn = SIPSubscriptionPeerTests.nextRequest(peer, within: UDPTestPeer.arrivalGuard).map {
+                    "\($0.0.status ?? 0)"
+                }
                 return [whileDown ?? "nothing", afterReturn ?? "nothing"]
             }
         }

@@ -9,16 +9,14 @@ import Testing
 /// A SUBSCRIBE that finds a flow no REGISTER went through (the address changed again after the
 /// account's REGISTER succeeded) registers through it first, instead of waiting for a REGISTER
 /// that no decision sends; the plugin reports the new binding, so its refresh is re-armed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionFlowTests {
     /// The scripted registrar's log: each request's method and the address it came from.
     static func serve(_ peer: UDPTestPeer, requests: Int) -> [String] {
         var log: [String] = []
-        var first = true
         while log.count < requests {
-            let wait = first ? UDPTestPeer.firstDatagramWait : 5
-            first = false
-            guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: wait) else { return log }
+            guard let (request, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
+            else { return log }
             guard let method = request.method else { continue }
             log.append("\(method) from \(String(cString: inet_ntoa(from.sin_addr)))")
             var response = request.makeResponse(status: 200, reason: "OK", toTag: "srv")
@@ -78,7 +76,7 @@ struct SIPSubscriptionFlowTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var log: [String] = []
-                let first = UDPTestPeer.firstDatagramWait
+                let first = UDPTestPeer.arrivalGuard
                 guard let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(peer, within: first) else {
                     return log
                 }

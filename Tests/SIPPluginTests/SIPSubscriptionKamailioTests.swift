@@ -10,7 +10,7 @@ import Testing
 @Suite(
     .serialized,
     .enabled(if: LabRegistrar.isInstalled, "Kamailio (binary, kamcmd, modules, db_text tables) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPSubscriptionKamailioTests {
     /// Polls the agent's view of a subscription until `condition` holds (at most 5 s).

@@ -8,7 +8,7 @@ import Testing
 @testable import SIPPlugin
 
 /// Subscriptions and presence publication against a scripted notifier on loopback UDP.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionPeerTests {
     static let service: ServiceID = "peer.subscription.reg"
     static let target = SubscriptionTarget(package: .reg, expires: 300)
@@ -81,7 +81,7 @@ struct SIPSubscriptionPeerTests {
             await peer.run { peer -> [String] in
                 var log: [String] = []
                 // 1: initial SUBSCRIBE -> 200 + NOTIFY active.
-                guard let (first, from) = Self.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
+                guard let (first, from) = Self.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
                 else { return log }
                 log.append(
                     "\(first.method!) to-tag=\(first.headers["To"]!.contains("tag=")) event=\(first.headers["Event"]!)")
@@ -138,7 +138,7 @@ struct SIPSubscriptionPeerTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (subscribe, from) = Self.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
+                guard let (subscribe, from) = Self.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
                 else { return [] }
                 peer.send(Self.accept(subscribe, tag: "srv", port: port), to: from)
                 peer.send(

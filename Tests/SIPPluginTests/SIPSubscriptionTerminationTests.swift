@@ -10,7 +10,7 @@ import Testing
 /// scripted notifier on loopback UDP: the agent asks for a SUBSCRIBE through `onFlowLost` (the
 /// plugin's `.flowLost` report), and that SUBSCRIBE opens a new dialog at once, after the
 /// notifier's `retry-after`, after the executor's backoff, or not at all.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPSubscriptionTerminationTests {
     typealias Peer = SIPSubscriptionPeerTests
     static let service = Peer.service
@@ -58,7 +58,7 @@ struct SIPSubscriptionTerminationTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var log: [String] = []
-                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
+                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
                 else { return ["no SUBSCRIBE"] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 // One at a time: each NOTIFY is answered before the next is sent.
@@ -127,7 +127,7 @@ struct SIPSubscriptionTerminationTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Int] in
-                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
+                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
                 else { return [] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 var statuses: [Int] = []
@@ -152,7 +152,7 @@ struct SIPSubscriptionTerminationTests {
         let port = peer.port
         let script = Task {
             await peer.run { peer -> [Bool] in
-                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.firstDatagramWait)
+                guard let (first, from) = Peer.nextRequest(peer, within: UDPTestPeer.arrivalGuard)
                 else { return [] }
                 peer.send(Peer.accept(first, tag: "srv", port: port), to: from)
                 guard let (again, _) = Peer.nextRequest(peer) else { return [] }

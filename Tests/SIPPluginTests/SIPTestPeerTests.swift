@@ -9,7 +9,7 @@ import Testing
 
 /// The UA against a scripted peer on loopback: malformed input, retransmission timing, stale
 /// nonces. No Kamailio needed.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPTestPeerTests {
     func makeAgent(
         port: Int, user: String = "peer", transport: SIPTransportKind = .udp, timers: SIPTimers = SIPTimers(),
@@ -37,7 +37,7 @@ struct SIPTestPeerTests {
             await peer.run { peer -> Int in
                 var answered = 0
                 for _ in 0..<2 {
-                    guard let (request, from) = peer.receive(within: 5) else { return answered }
+                    guard let (request, from) = peer.receive(within: UDPTestPeer.arrivalGuard) else { return answered }
                     let valid = Self.ok(request)
                     let text = String(decoding: valid, as: UTF8.self)
                     peer.send((0..<200).map { _ in UInt8.random(in: 0...255) }, to: from)  // garbage
@@ -66,7 +66,7 @@ struct SIPTestPeerTests {
         let script = Task {
             await peer.run { peer -> [String?] in
                 var branches: [String?] = []
-                while branches.count < 3, let (request, from) = peer.receive(within: 5) {
+                while branches.count < 3, let (request, from) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                     branches.append((try? SIPParser.parse(datagram: request))?.topViaBranch)
                     if branches.count == 3 { peer.send(Self.ok(request), to: from) }
                 }
@@ -133,7 +133,7 @@ struct SIPTestPeerTests {
                     "Digest realm=\"127.0.0.1\", nonce=\"first\", qop=\"auth\"",
                     "Digest realm=\"127.0.0.1\", nonce=\"second\", qop=\"auth\", stale=true",
                 ]
-                while authorizations.count < 3, let (bytes, from) = peer.receive(within: 5) {
+                while authorizations.count < 3, let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                     guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
                     authorizations.append(request.headers["Authorization"])
                     if authorizations.count <= 2 {
@@ -165,7 +165,7 @@ extension SIPTestPeerTests {
         let script = Task {
             // Every wait is a hang guard: the agent's timers never fire here (a still clock), so
             // a script that gave up early under load would leave the agent waiting forever.
-            let wait = UDPTestPeer.firstDatagramWait
+            let wait = UDPTestPeer.arrivalGuard
             return await peer.run { peer -> Int in
                 guard let first = peer.accept(within: wait) else { return 0 }
                 defer { close(first) }
@@ -255,7 +255,7 @@ extension SIPTestPeerTests {
         let script = Task {
             await peer.run { peer -> [String] in
                 var seen: [String] = []
-                while seen.count < 2, let (bytes, from) = peer.receive(within: 5) {
+                while seen.count < 2, let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                     guard let request = try? SIPParser.parse(datagram: bytes) else { continue }
                     if seen.isEmpty {
                         seen.append("first")

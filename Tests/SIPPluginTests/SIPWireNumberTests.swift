@@ -50,7 +50,7 @@ struct SIPWireNumberTests {
             await peer.run { peer -> Bool in
                 guard
                     let (request, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return false }
                 var response = request.makeResponse(status: status, reason: "Busy", toTag: "r")
                 response.headers.add(name, value)

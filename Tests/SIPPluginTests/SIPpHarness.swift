@@ -123,7 +123,9 @@ final class SIPpHarness: Sendable {
     }
 
     /// Waits (at most `seconds`, polling) for sipp to exit; its exit status, nil when it had to
-    /// be killed. 0 means the scenario ran to its end with every check passing.
+    /// be killed. 0 means the scenario ran to its end with every check passing. `seconds` is a
+    /// hang guard (the suites pass 30): sipp's scenario waits on the agent, which a full run on
+    /// two cores can hold back for tens of seconds.
     func exitStatus(within seconds: Double) async -> Int32? {
         let deadline = Date().addingTimeInterval(seconds)
         var status: Int32 = 0

@@ -6,7 +6,7 @@ import Testing
 /// of handing the test a sipp that exited and never sends or answers.
 @Suite(
     .enabled(if: SIPpHarness.isInstalled, "sipp (Debian sip-tester) missing: SKIPPED"),
-    .timeLimit(.minutes(1))
+    .timeLimit(.minutes(3))
 )
 struct SIPpHarnessTests {
     @Test func aSippWhoseVideoPortIsTakenIsStartedAgainOnFreshPorts() async throws {

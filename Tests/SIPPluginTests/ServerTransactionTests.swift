@@ -7,7 +7,7 @@ import Testing
 
 /// RFC 3261 §17.2.2 non-INVITE server transactions: one delivery, retransmissions answered from
 /// the transaction, timer J.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ServerTransactionTests {
     static let timers = SIPTimers()
 
@@ -81,7 +81,7 @@ struct ServerTransactionTests {
             await peer.run { peer -> [[UInt8]] in
                 guard
                     let (subscribe, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return [] }
                 peer.send(SIPSubscriptionPeerTests.accept(subscribe, tag: "srv", port: port), to: from)
                 let first = SIPSubscriptionPeerTests.notify(
@@ -91,7 +91,7 @@ struct ServerTransactionTests {
                 var answers: [[UInt8]] = []
                 for datagram in [first, first, second] {
                     peer.send(datagram, to: from)
-                    guard let (answer, _) = peer.receive(within: 5) else { return answers }
+                    guard let (answer, _) = peer.receive(within: UDPTestPeer.arrivalGuard) else { return answers }
                     answers.append(answer)
                 }
                 return answers

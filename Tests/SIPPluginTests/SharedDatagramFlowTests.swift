@@ -8,7 +8,7 @@ import Testing
 
 /// Several accounts on one UDP socket (`DatagramFlowHub`): each gets its own responses and
 /// requests, and what belongs to nobody is dropped and counted.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SharedDatagramFlowTests {
     /// What each flow's inbound handler got, by user.
     final class Inbox: Sendable {
@@ -68,7 +68,7 @@ struct SharedDatagramFlowTests {
         let port = alice.localPort
         await peer.run { peer in
             var got: [(SIPMessage, sockaddr_in)] = []
-            while got.count < 2, let (bytes, from) = peer.receive(within: 5) {
+            while got.count < 2, let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard) {
                 if let message = try? SIPParser.parse(datagram: bytes) { got.append((message, from)) }
             }
             for (message, from) in got.reversed() {
@@ -101,7 +101,9 @@ struct SharedDatagramFlowTests {
         try await alice.send(request("OPTIONS", from: alice, user: "alice"))
         let port = alice.localPort
         await peer.run { peer in
-            guard let (bytes, from) = peer.receive(within: 5), let sent = try? SIPParser.parse(datagram: bytes) else {
+            guard let (bytes, from) = peer.receive(within: UDPTestPeer.arrivalGuard),
+                let sent = try? SIPParser.parse(datagram: bytes)
+            else {
                 return
             }
             var strays: [SIPMessage] = []
@@ -130,7 +132,7 @@ struct SharedDatagramFlowTests {
         try await alice.send(request("OPTIONS", from: alice, user: "alice"))
         let port = alice.localPort
         await peer.run { peer in
-            guard let (_, from) = peer.receive(within: 5) else { return }
+            guard let (_, from) = peer.receive(within: UDPTestPeer.arrivalGuard) else { return }
             peer.send(self.incoming("INVITE", to: "sip:callee@127.0.0.1:\(port)"), to: from)
         }
         let got = await inbox.wait(for: "alice", count: 1)

@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 import Glibc
 import NIOCore
@@ -35,10 +36,10 @@ final class TCPTestPeer: @unchecked Sendable {
     private var acceptedAny = false
 
     /// Accepts one connection within `seconds` (the first, when `seconds` is 5 or more, within at
-    /// least `UDPTestPeer.firstDatagramWait`: a hang guard, as for the UDP peer's first datagram);
+    /// least `UDPTestPeer.arrivalGuard`: a hang guard, as for the UDP peer's first datagram);
     /// reads on it time out after 100 ms each.
     func accept(within seconds: Double) -> Int32? {
-        let wait = !acceptedAny && seconds >= 5 ? max(seconds, UDPTestPeer.firstDatagramWait) : seconds
+        let wait = !acceptedAny && seconds >= 5 ? max(seconds, UDPTestPeer.arrivalGuard) : seconds
         var descriptor = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, Int32(wait * 1000)) == 1 else { return nil }
         acceptedAny = true
@@ -60,8 +61,6 @@ final class TCPTestPeer: @unchecked Sendable {
     }
 
     func run<T: Sendable>(_ script: @escaping @Sendable (TCPTestPeer) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: script(self)) }
-        }
+        await OffThePool.run(named: "netres-test-peer") { script(self) }
     }
 }

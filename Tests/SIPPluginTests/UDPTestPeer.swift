@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// A scripted SIP peer on a loopback UDP socket, driven from its own thread with blocking,
@@ -33,8 +34,11 @@ final class UDPTestPeer: @unchecked Sendable {
 
     deinit { close(fd) }
 
-    /// The least wait for a peer's first datagram (see ``receive(within:)``).
-    static let firstDatagramWait: Double = 30
+    /// The wait for a datagram a script expects: a hang guard, never a bound on speed. A full
+    /// run can hold the agent (and a ManualClock test's driver) back for tens of seconds on a
+    /// two-core machine, so a script that waited less would give up on a datagram still coming.
+    /// Shorter waits check for silence.
+    static let arrivalGuard: Double = 30
 
     /// Whether a datagram has arrived yet (read and written on the script's one thread).
     private var heardAny = false
@@ -42,12 +46,12 @@ final class UDPTestPeer: @unchecked Sendable {
     /// The next datagram and its sender, or nil after `seconds`.
     ///
     /// Until the first datagram arrived, a wait of 5 s or more (one that expects something) lasts
-    /// at least ``firstDatagramWait``: the agent's first request is a hang guard's matter (a
+    /// at least ``arrivalGuard``: the agent's first request is a hang guard's matter (a
     /// loaded machine starting the whole suite at once can hold it back for seconds), and a
     /// script that gave up early would leave the agent waiting for its timer F. Shorter waits
     /// check for silence and are kept as asked.
     func receive(within seconds: Double) -> (bytes: [UInt8], from: sockaddr_in)? {
-        let wait = !heardAny && seconds >= 5 ? max(seconds, Self.firstDatagramWait) : seconds
+        let wait = !heardAny && seconds >= 5 ? max(seconds, Self.arrivalGuard) : seconds
         let deadline = Date().addingTimeInterval(wait)
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while Date() < deadline {
@@ -77,8 +81,6 @@ final class UDPTestPeer: @unchecked Sendable {
 
     /// Runs `script` on a new thread and returns its result.
     func run<T: Sendable>(_ script: @escaping @Sendable (UDPTestPeer) -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: script(self)) }
-        }
+        await OffThePool.run(named: "netres-test-peer") { script(self) }
     }
 }
