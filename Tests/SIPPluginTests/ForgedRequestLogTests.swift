@@ -13,7 +13,7 @@ import Testing
 /// (``ThrottledLog``, see SIPLogFloodTests): twenty requests, each still answered and handed
 /// on, log the first ``ThrottledLog/limit`` lines of their kind. A scripted registrar on
 /// loopback sends them; the agent runs on a ManualClock, so call timers fire when told.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct ForgedRequestLogTests {
     /// More than the throttle's limit, fewer than the door's burst (`InboundAdmission`), so every
     /// request is admitted and answered.
@@ -57,7 +57,7 @@ struct ForgedRequestLogTests {
             await peer.run { peer -> T? in
                 guard
                     let (register, from) = SIPSubscriptionPeerTests.nextRequest(
-                        peer, within: UDPTestPeer.firstDatagramWait)
+                        peer, within: UDPTestPeer.arrivalGuard)
                 else { return nil }
                 peer.send(register.makeResponse(status: 200, reason: "OK", toTag: "r").serialized(), to: from)
                 return script(peer, from)
@@ -84,7 +84,7 @@ struct ForgedRequestLogTests {
     /// The final status of each request the peer sent (by Call-ID), read until `count` came.
     static func finals(_ peer: UDPTestPeer, method: String) -> [Int] {
         var last: [String: Int] = [:]
-        while last.count < count, let (bytes, _) = peer.receive(within: 10) {
+        while last.count < count, let (bytes, _) = peer.receive(within: UDPTestPeer.arrivalGuard) {
             guard let answer = try? SIPParser.parse(datagram: bytes), answer.cseq?.method == method,
                 let status = answer.status, status >= 200, let callID = answer.headers["Call-ID"]
             else { continue }
@@ -142,13 +142,13 @@ struct ForgedRequestLogTests {
             }
         }
         let events = setup.events
-        let rang = await eventually(within: .seconds(20)) { events.count(.alerting) == Self.count }
+        let rang = await eventually(within: .seconds(30)) { events.count(.alerting) == Self.count }
         try #require(rang, "\(events.count(.alerting)) rang")
         if answered {
             for id in events.ringing { try await setup.agent.answer(id, path: loopbackPath()) }
         }
         setup.clock.advance(by: answered ? .seconds(40) : setup.account.ringingTimeout + .seconds(1))
-        let ended = await eventually(within: .seconds(20)) { events.count(.ended) == Self.count }
+        let ended = await eventually(within: .seconds(30)) { events.count(.ended) == Self.count }
         #expect(ended, "\(events.count(.ended)) ended")
         let kind = answered ? "sip.call-ack-timeout" : "sip.call-ringing-timeout"
         #expect(setup.records.named(kind).count == ThrottledLog.limit)

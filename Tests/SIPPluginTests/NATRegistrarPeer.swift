@@ -11,7 +11,7 @@ import Synchronization
 /// flow apart from the keep-alive, and holds REGISTERs (STUN requests) unanswered while
 /// ``State/holding`` (``State/holdingSTUN``).
 ///
-/// Invariant: ``serve()`` ends when ``stop()`` is called or after 60 s (a hang guard), and
+/// Invariant: ``serve()`` ends when ``stop()`` is called or after 120 s (a hang guard), and
 /// answers every held REGISTER before it ends.
 final class NATRegistrarPeer: Sendable {
     struct State {
@@ -45,7 +45,7 @@ final class NATRegistrarPeer: Sendable {
             await peer.run { [self] peer in
                 var held: [(SIPMessage, sockaddr_in)] = []
                 var heldSTUN: [([UInt8], sockaddr_in)] = []
-                let deadline = Date().addingTimeInterval(60)
+                let deadline = Date().addingTimeInterval(120)
                 while Date() < deadline {
                     let (holding, holdingSTUN, stopped) = state.withLock { ($0.holding, $0.holdingSTUN, $0.stopped) }
                     if !holding || stopped {
