@@ -29,7 +29,9 @@ public final class SIPPlugin: ResiliencePlugin {
     /// - `.flowActive` when a response arrived on an account's flow (at most once a second per
     ///   account), so its flow ping waits a whole interval again;
     /// - `.flowLost` for each flow the server ended, and for a subscription the notifier ended
-    ///   (RFC 6665 §4.1.3), so the runtime re-subscribes (or records the permanent failure).
+    ///   (RFC 6665 §4.1.3), so the runtime re-subscribes (or records the permanent failure). A
+    ///   subscription is named once per loss: until its next SUBSCRIBE has made it again, later
+    ///   lost flows (each failed REGISTER's while a registrar is down) name the registration only.
     ///
     /// Unbounded on purpose: a dropped `.serviceChanged` would leave a stale expiry. Reports come
     /// from actions (one each) and from state transitions of the configured services (a

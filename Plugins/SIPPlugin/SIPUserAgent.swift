@@ -302,9 +302,16 @@ public actor SIPUserAgent {
     }
 
     /// The account's registration, then its established subscriptions and publication.
+    ///
+    /// A subscription already reported lost (`needsRecreation`: its next SUBSCRIBE opens a new
+    /// dialog) is left out until that SUBSCRIBE has recreated it, so one loss of its server is
+    /// reported once, however many flows fail meanwhile. While a registrar is down, each
+    /// REGISTER retry's UDP flow ends with ICMP port unreachable; each such report repeated the
+    /// subscriptions, and a repeat the loss throttle released after the executor's retry had
+    /// already bound the account and recreated them made every one SUBSCRIBE a second time.
     var servicesOnFlow: [ServiceID] {
         let subscribed = subscriptions.filter { _, state in
-            guard state.inDialog else { return false }
+            guard state.inDialog, !state.needsRecreation else { return false }
             if case .terminated = state.status.state { return false }
             return true
         }

@@ -114,4 +114,57 @@ struct PluginReportTests {
         await group.triggerGracefulShutdown()
         try await run.value
     }
+
+    /// The interleaving behind a second SUBSCRIBE round after a UDP registrar restart: the flow
+    /// ping's loss names the registration and its subscriptions; the REGISTER it decides fails,
+    /// and the loss of that REGISTER's own flow waits in the loss throttle past the executor's
+    /// retry, which binds the account again. The held report, released then, re-decides exactly
+    /// what it names: naming the subscriptions again SUBSCRIBEs each a second time, which is why
+    /// a plugin names a subscription once per loss (the SIP plugin: `servicesOnFlow`); naming
+    /// the registration alone costs one REGISTER and no SUBSCRIBE.
+    @Test(arguments: [false, true])
+    func aLossHeldPastTheRetryThatBoundAgainRedecidesOnlyWhatItNames(subscriptionsNamedAgain: Bool) async throws {
+        let services = [Self.registration] + Self.subscriptions
+        let (_, events, group, run) = try await start(services)
+        let before = sip.starts.count
+        @Sendable func flowLostDecisions(_ items: [ResilienceEvent]) -> [[PlannedAction]] {
+            items.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.map(\.actions)
+        }
+        @Sendable func succeeded(_ kind: ActionKind) -> @Sendable (ResilienceEvent) -> Bool {
+            {
+                $0.action?.action.kind == kind && $0.action?.isSucceeded == true
+                    && $0.action?.action.trigger.name == "flow.lost"
+            }
+        }
+        sip.program([.fail(PluginError("udp flow closed during REGISTER")), .succeed], for: Self.registration.id)
+        let lostAt = clock.now
+        sip.reportFlowLoss(services.map(\.id))
+        let failure = try await events.wait(where: { $0.action?.isRetrying == true })
+        guard case .retrying(let retryAt?, _) = failure.first?.action?.outcome else {
+            Issue.record("no retry instant: \(failure)")
+            return
+        }
+        try #require(retryAt - lostAt <= .milliseconds(1200), "the first retry waits about 1 s (± 20 %)")
+        await clock.waitForSleepers(count: 1)  // the retry's timer
+        // The failed REGISTER's flow is lost too; its report waits about 1 s more, past the retry.
+        clock.advance(by: .milliseconds(500))
+        let again = subscriptionsNamedAgain ? services.map(\.id) : [Self.registration.id]
+        sip.reportFlowLoss(again)
+        await clock.waitForSleepers(count: 2)  // and the throttle's
+        clock.advance(to: retryAt)
+        try await events.wait(where: succeeded(.register))
+        _ = try await events.wait(count: Self.subscriptions.count, where: succeeded(.subscribe))
+        #expect(flowLostDecisions(events.recorded).count == 1, "the held loss was released before the retry")
+
+        clock.advance(by: .seconds(1))
+        let decided = try await events.wait { flowLostDecisions($0).count == 2 }
+        #expect(flowLostDecisions(decided).last.map { Set($0.map(\.service)) } == Set(again))
+        try await events.wait(count: 2, where: succeeded(.register))
+        let rounds = subscriptionsNamedAgain ? 2 : 1
+        _ = try await events.wait(count: rounds * Self.subscriptions.count, where: succeeded(.subscribe))
+        let subscribes = sip.starts.dropFirst(before).filter { $0.action.kind == .subscribe }
+        #expect(subscribes.count == rounds * Self.subscriptions.count, "\(subscribes.map(\.action.service))")
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
 }

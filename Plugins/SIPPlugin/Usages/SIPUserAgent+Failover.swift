@@ -62,8 +62,8 @@ extension SIPUserAgent {
     /// The account is bound on another server now: its subscriptions are made again there (the
     /// old server's dialogs are gone with it, or will be).
     private func followAccount(from previous: SIPTarget, to target: SIPTarget) {
-        // Those a lost flow reported already are being made again: not twice.
-        let subscribed = servicesOnFlow.dropFirst().filter { subscriptions[$0]?.needsRecreation != true }
+        // Those a lost flow reported already are being made again: not twice (`servicesOnFlow`).
+        let subscribed = Array(servicesOnFlow.dropFirst())
         logger.notice(
             "sip.bound-elsewhere",
             metadata: ["from": "\(previous)", "to": "\(target)", "resubscribe": "\(subscribed.count)"])

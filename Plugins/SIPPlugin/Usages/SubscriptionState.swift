@@ -19,7 +19,8 @@ struct SubscriptionState {
     var expires: Int
     var status = SubscriptionStatus()
     /// Set when the notifier may have lost the subscription (its flow was lost): the next
-    /// SUBSCRIBE opens a new dialog instead of refreshing one nobody confirms.
+    /// SUBSCRIBE opens a new dialog instead of refreshing one nobody confirms. Its loss was
+    /// reported: until that SUBSCRIBE, no further loss reports it again (`servicesOnFlow`).
     var needsRecreation = false
     /// Set by a terminating NOTIFY that asks to wait; the next SUBSCRIBE waits once.
     var resubscribeWait: ResubscribeWait?
