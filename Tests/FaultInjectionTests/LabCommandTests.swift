@@ -121,7 +121,10 @@ struct LabCommandTests {
         #expect(up, "the lab came up: \((try? String(contentsOfFile: output, encoding: .utf8)) ?? "")")
         #expect(LabOwnership.namespaces().contains { $0.hasPrefix(prefix) }, "the killed lab left its namespaces")
         let (status, gc) = try await netres(["lab", "gc"])
-        #expect(status == 0 && gc.contains("removed \(prefix)"), "\(gc)")
+        #expect(status == 0, "\(gc)")
+        // Every lab start runs the same collection of dead owners' labs, so another suite's lab
+        // starting between the kill and `netres lab gc` may be the next collection (gc then
+        // names nothing of this lab): either way everything of the lab is gone after it.
         #expect(!LabOwnership.namespaces().contains { $0.hasPrefix(prefix) })
         let files = (try? FileManager.default.contentsOfDirectory(atPath: "/tmp")) ?? []
         #expect(!files.contains { $0.hasPrefix(prefix) }, "its folder and command files are gone")
