@@ -26,6 +26,27 @@ struct NATRebindingPeerTests {
             onFlowLost: { _ in }, onFlowActive: { _ in })
     }
 
+    /// Runs `body` with a scripted NAT registrar serving, an agent registered through it and the
+    /// agent's log; stops the registrar and closes the agent afterwards, also when `body` throws.
+    static func withRegisteredAgent(
+        publicHost: String? = nil,
+        _ body: (NATRegistrarPeer, SIPUserAgent, LogRecords) async throws -> Void
+    ) async throws {
+        let registrar = try publicHost.map { try NATRegistrarPeer(publicHost: $0) } ?? NATRegistrarPeer()
+        let serving = registrar.serve()
+        let records = LogRecords()
+        let agent = agent(port: registrar.port, records: records)
+        var failure: (any Error)?
+        do {
+            try await agent.register(path: loopbackPath())
+            try await body(registrar, agent, records)
+        } catch { failure = error }
+        registrar.stop()
+        await serving.value
+        await agent.close()
+        if let failure { throw failure }
+    }
+
     /// A flow ping once the socket's last keep-alive answer no longer stands for a new one (a
     /// quarter of the `Flow-Timer: 1`, on the real clock): so this ping asks STUN again. A wait
     /// for the next keep-alive, not a timing assertion.
@@ -46,64 +67,52 @@ struct NATRebindingPeerTests {
     /// others must not send a REGISTER of their own while its answer is on its way (the
     /// registrar holds it here until they are done, so each one that did would still be waiting).
     @Test func pingsThatSeeOneRebindingTogetherSendOneREGISTERAndLogItOnce() async throws {
-        let registrar = try NATRegistrarPeer()
-        let serving = registrar.serve()
-        let records = LogRecords()
-        let agent = Self.agent(port: registrar.port, records: records)
-        try await agent.register(path: loopbackPath())
-        registrar.update {
-            $0.stunPort = 40_001
-            $0.registerPort = 40_001
-            $0.holding = true
-        }
-        let finished = Finished()
-        let pings = (0..<3).map { _ in
-            Task {
-                try await agent.sendFlowPing(path: loopbackPath())
-                finished.add()
+        try await Self.withRegisteredAgent { registrar, agent, records in
+            registrar.update {
+                $0.stunPort = 40_001
+                $0.registerPort = 40_001
+                $0.holding = true
             }
+            let finished = Finished()
+            let pings = (0..<3).map { _ in
+                Task {
+                    try await agent.sendFlowPing(path: loopbackPath())
+                    finished.add()
+                }
+            }
+            let registering = await eventually(within: .seconds(30)) { registrar.registers >= 2 }
+            #expect(registering, "no REGISTER after the rebinding: \(registrar.seen)")
+            let othersDone = await eventually(within: .seconds(30)) { finished.value >= 2 }
+            #expect(othersDone, "pings wait on REGISTERs of their own: \(registrar.seen)")
+            registrar.update { $0.holding = false }
+            for ping in pings { try await ping.value }
+            #expect(registrar.registers == 2, "\(registrar.seen)")
+            #expect(records.named("sip.nat-mapping-changed").count == 1)
         }
-        let registering = await eventually(within: .seconds(30)) { registrar.registers >= 2 }
-        #expect(registering, "no REGISTER after the rebinding: \(registrar.seen)")
-        let othersDone = await eventually(within: .seconds(30)) { finished.value >= 2 }
-        #expect(othersDone, "pings wait on REGISTERs of their own: \(registrar.seen)")
-        registrar.update { $0.holding = false }
-        for ping in pings { try await ping.value }
-        #expect(registrar.registers == 2, "\(registrar.seen)")
-        #expect(records.named("sip.nat-mapping-changed").count == 1)
-        registrar.stop()
-        await serving.value
-        await agent.close()
     }
 
     /// A ping the runtime superseded (cancelled it) while its keep-alive was out still gets the
     /// shared answer: it must leave the rebinding to the ping that superseded it, neither
     /// claiming it (a cancelled REGISTER would leave it unregistered) nor logging it.
     @Test func aSupersededPingLeavesTheRebindingToTheNextOne() async throws {
-        let registrar = try NATRegistrarPeer()
-        let serving = registrar.serve()
-        let records = LogRecords()
-        let agent = Self.agent(port: registrar.port, records: records)
-        try await agent.register(path: loopbackPath())
-        registrar.update {
-            $0.stunPort = 40_001
-            $0.registerPort = 40_001
-            $0.holdingSTUN = true
+        try await Self.withRegisteredAgent { registrar, agent, records in
+            registrar.update {
+                $0.stunPort = 40_001
+                $0.registerPort = 40_001
+                $0.holdingSTUN = true
+            }
+            let superseded = Task { try await agent.sendFlowPing(path: loopbackPath()) }
+            let asked = await eventually(within: .seconds(30)) { registrar.seen.contains("STUN") }
+            #expect(asked, "no keep-alive: \(registrar.seen)")
+            superseded.cancel()
+            registrar.update { $0.holdingSTUN = false }
+            _ = await superseded.result
+            #expect(records.named("sip.nat-mapping-changed").isEmpty)
+            #expect(registrar.registers == 1, "\(registrar.seen)")
+            try await agent.sendFlowPing(path: loopbackPath())
+            #expect(registrar.registers == 2, "the next ping registers: \(registrar.seen)")
+            #expect(records.named("sip.nat-mapping-changed").count == 1)
         }
-        let superseded = Task { try await agent.sendFlowPing(path: loopbackPath()) }
-        let asked = await eventually(within: .seconds(30)) { registrar.seen.contains("STUN") }
-        #expect(asked, "no keep-alive: \(registrar.seen)")
-        superseded.cancel()
-        registrar.update { $0.holdingSTUN = false }
-        _ = await superseded.result
-        #expect(records.named("sip.nat-mapping-changed").isEmpty)
-        #expect(registrar.registers == 1, "\(registrar.seen)")
-        try await agent.sendFlowPing(path: loopbackPath())
-        #expect(registrar.registers == 2, "the next ping registers: \(registrar.seen)")
-        #expect(records.named("sip.nat-mapping-changed").count == 1)
-        registrar.stop()
-        await serving.value
-        await agent.close()
     }
 
     /// A registrar whose Via names another port than its STUN answer (it ignores `rport`, say,
@@ -111,47 +120,35 @@ struct NATRebindingPeerTests {
     /// old one, and every keep-alive sees the difference again. One REGISTER, one line saying the
     /// two disagree, then quiet; a real rebinding after that costs one REGISTER again.
     @Test func aRegistrarThatSeesTheFlowApartFromTheKeepAliveIsRegisteredWithOncePerRebinding() async throws {
-        let registrar = try NATRegistrarPeer()
-        let serving = registrar.serve()
-        let records = LogRecords()
-        let agent = Self.agent(port: registrar.port, records: records)
-        try await agent.register(path: loopbackPath())
-        registrar.update { $0.stunPort = 40_001 }
-        for _ in 0..<4 { try await Self.pingAfresh(agent) }
-        #expect(registrar.seen.filter { $0 == "STUN" }.count == 4, "each keep-alive asked: \(registrar.seen)")
-        #expect(registrar.registers == 2, "\(registrar.seen)")
-        #expect(records.named("sip.nat-mapping-changed").count == 1)
-        let disagreement = records.named("sip.nat-mapping-disagrees")
-        #expect(disagreement.count == 1)
-        #expect(disagreement.first?.metadata["registered"] == "198.51.100.7:40000")
-        #expect(disagreement.first?.metadata["seen"] == "198.51.100.7:40001")
+        try await Self.withRegisteredAgent { registrar, agent, records in
+            registrar.update { $0.stunPort = 40_001 }
+            for _ in 0..<4 { try await Self.pingAfresh(agent) }
+            #expect(registrar.seen.filter { $0 == "STUN" }.count == 4, "each keep-alive asked: \(registrar.seen)")
+            #expect(registrar.registers == 2, "\(registrar.seen)")
+            #expect(records.named("sip.nat-mapping-changed").count == 1)
+            let disagreement = records.named("sip.nat-mapping-disagrees")
+            #expect(disagreement.count == 1)
+            #expect(disagreement.first?.metadata["registered"] == "198.51.100.7:40000")
+            #expect(disagreement.first?.metadata["seen"] == "198.51.100.7:40001")
 
-        registrar.update { $0.stunPort = 40_002 }
-        try await Self.pingAfresh(agent)
-        #expect(registrar.registers == 3, "a new rebinding registers again: \(registrar.seen)")
-        try await Self.pingAfresh(agent)
-        #expect(registrar.registers == 3, "\(registrar.seen)")
-        #expect(records.named("sip.nat-mapping-changed").count == 2)
-        registrar.stop()
-        await serving.value
-        await agent.close()
+            registrar.update { $0.stunPort = 40_002 }
+            try await Self.pingAfresh(agent)
+            #expect(registrar.registers == 3, "a new rebinding registers again: \(registrar.seen)")
+            try await Self.pingAfresh(agent)
+            #expect(registrar.registers == 3, "\(registrar.seen)")
+            #expect(records.named("sip.nat-mapping-changed").count == 2)
+        }
     }
 
     /// RFC 5389's MAPPED-ADDRESS carries an IPv6 address as bytes, which the STUN answer spells
     /// out in full (`[2001:db8:0:0:0:0:0:7]`); the registrar's Via writes it compressed
     /// (`2001:db8::7`). One address: no REGISTER at any keep-alive.
     @Test func anIPv6MappingSpelledTwoWaysIsNoRebinding() async throws {
-        let registrar = try NATRegistrarPeer(publicHost: "2001:db8::7")
-        let serving = registrar.serve()
-        let records = LogRecords()
-        let agent = Self.agent(port: registrar.port, records: records)
-        try await agent.register(path: loopbackPath())
-        for _ in 0..<3 { try await Self.pingAfresh(agent) }
-        #expect(registrar.seen.filter { $0 == "STUN" }.count == 3, "each keep-alive asked: \(registrar.seen)")
-        #expect(registrar.registers == 1, "\(registrar.seen)")
-        #expect(records.named("sip.nat-mapping-changed").isEmpty)
-        registrar.stop()
-        await serving.value
-        await agent.close()
+        try await Self.withRegisteredAgent(publicHost: "2001:db8::7") { registrar, agent, records in
+            for _ in 0..<3 { try await Self.pingAfresh(agent) }
+            #expect(registrar.seen.filter { $0 == "STUN" }.count == 3, "each keep-alive asked: \(registrar.seen)")
+            #expect(registrar.registers == 1, "\(registrar.seen)")
+            #expect(records.named("sip.nat-mapping-changed").isEmpty)
+        }
     }
 }
