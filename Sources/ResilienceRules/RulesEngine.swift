@@ -115,7 +115,7 @@ public struct RulesEngine: Sendable, Hashable {
 
     /// The actions the rules plan for `trigger` in the current app state (`before` is the state
     /// before it), each (kind, service) once, unordered.
-    private func plan(
+    func plan(
         _ trigger: Trigger, services: [ClientService], before: AppState, now: ContinuousClock.Instant
     ) -> [PlannedAction] {
         var planned: [PlannedAction] = []
