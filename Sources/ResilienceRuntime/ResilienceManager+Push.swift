@@ -5,9 +5,16 @@ import ResilienceRules
 /// Push (RFC 8599): a suspended account with a push token sleeps, a push wakes it for a window.
 ///
 /// Invariants:
-/// - An account sleeps exactly when the app is suspended (as decided), the account has a push
-///   token (``setPushAvailable(_:for:)``), no push wake window is open for it and it has no call:
-///   then its services arm no refresh and no ping (``WakeUpScheduler/setAsleep(_:)``).
+/// - Sleep happens only while the app is suspended (as decided), never to a service kept awake
+///   (``keptAwakeWhileSuspended``: a push-woken account's, an account's with a call, a call).
+///   Then an account with a push token (``setPushAvailable(_:for:)``) sleeps whole: its services
+///   arm no refresh and no ping (``WakeUpScheduler/setAsleep(_:)``). Any other service's refresh
+///   (ping) sleeps exactly when the rules in force would decide nothing for its `refresh.due`
+///   (`flow.ping-due`) in that state (``RulesEngine/refreshWakeUpPlansAnything(for:among:at:)``):
+///   a suspended process is never woken for a wake-up that does nothing, and a policy rule
+///   `when: [suspended]` for it keeps it armed. A custom `decide` cannot be asked: then only push
+///   accounts sleep. Sleep is re-derived after every app event, network change, push, window end,
+///   push token and service added or removed; on waking a refresh that fell due runs at once.
 /// - A push is decided like any trigger (`push.received.KIND`, in arrival order) and opens the
 ///   account's wake window of `Policy.pushWakeWindow` on the manager's clock; a later push
 ///   extends it. When it ends with a call of the account still there, it is extended by another
@@ -42,20 +49,28 @@ extension ResilienceManager {
     /// The accounts a push wake window holds awake now.
     public var wokenAccounts: Set<String> { Set(pushWindows.keys) }
 
-    /// Hands the scheduler the services that sleep now (see the invariants above).
+    /// Hands the scheduler the refreshes and pings that sleep now (see the invariants above).
     func updateSleep() async {
-        var sleeping: Set<ServiceID> = []
+        var refreshes: Set<ServiceID> = []
+        var pings: Set<ServiceID> = []
         if rules.appState == .suspended {
-            let withCall = Set(
-                services.values.filter { if case .call = $0.kind { true } else { false } }.map(\.account))
-            for service in services.values {
-                guard let account = service.account, rules.pushAccounts.contains(account),
-                    pushWindows[account] == nil, !withCall.contains(account)
-                else { continue }
-                sleeping.insert(service.id)
+            let awake = keptAwakeWhileSuspended
+            let list = services.values.sorted { $0.id < $1.id }
+            let now = clock.now
+            for service in list where !awake.contains(service.id) {
+                if let account = service.account, rules.pushAccounts.contains(account) {
+                    refreshes.insert(service.id)
+                    pings.insert(service.id)
+                    continue
+                }
+                guard customDecide == nil else { continue }
+                if !rules.refreshWakeUpPlansAnything(for: service, among: list, at: now) {
+                    refreshes.insert(service.id)
+                }
+                if !rules.pingWakeUpPlansAnything(for: service, among: list, at: now) { pings.insert(service.id) }
             }
         }
-        await scheduler.setAsleep(sleeping)
+        await scheduler.setAsleep(refreshes: refreshes, pings: pings)
     }
 
     private func rearmPushWindowTimer() {

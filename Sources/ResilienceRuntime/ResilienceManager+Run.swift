@@ -209,6 +209,8 @@ extension ResilienceManager {
         if case .app = item.trigger {
             await scheduler.setAppState(rules.appState)
             await updateSleep()
+        } else if case .network = item.trigger, rules.appState == .suspended {
+            await updateSleep()  // the rules plan nothing that needs a network while it is down
         }
         broadcast.yield(.decision(trigger: item.trigger, epoch: epoch, actions: actions, at: now))
         logger.debug(

@@ -41,6 +41,9 @@ public import ServiceLifecycle
 ///   path is the one the executor hands plugins and the decisions were made on.
 /// - Suspended is asleep: work decided before the suspension (a retry in backoff) waits for the
 ///   app to wake, except a push-woken account's or a call's (`ResilienceManager+Suspension.swift`).
+/// - Suspended wakes for nothing: a service not kept awake arms no refresh (no ping) for which
+///   the rules in force would decide nothing in that state, nor any if its account has a push
+///   token (``WakeUpScheduler/setAsleep(refreshes:pings:)``, `ResilienceManager+Push.swift`).
 /// - Flap damping (``FlapDamping``, configured by `Policy.flapDamping`): every loss of the path
 ///   and every app-state change counts as a flap. While suppressed, a return of the path and
 ///   app-state changes are held, not decided (nothing is sent meanwhile: the rules engine and the

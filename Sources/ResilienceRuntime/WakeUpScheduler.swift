@@ -28,7 +28,11 @@ public import ResilienceCore
 /// - A nil interval or ``remove(_:)`` clears a service's ping.
 /// - A service ``setAsleep(_:)`` lists arms nothing (RFC 8599: the registrar pushes instead): its
 ///   refresh instant is parked and its ping dropped until it wakes, when the refresh is armed
-///   again and the ping re-drawn from then. With every service asleep no timer is armed.
+///   again (at once if it fell due meanwhile) and the ping re-drawn from then. With every service
+///   asleep no timer is armed. ``setAsleep(refreshes:pings:)`` puts each duty to sleep alone.
+/// - The owner decides who sleeps; the manager's rule (`ResilienceManager+Push.swift`): while
+///   suspended, a refresh or ping sleeps when the rules would decide nothing for its wake-up in
+///   that state, so the process is never woken for nothing.
 public actor WakeUpScheduler {
     public struct Configuration: Sendable, Hashable {
         /// Refresh this long before expiry.
@@ -74,8 +78,11 @@ public actor WakeUpScheduler {
     private var inForeground: Bool { backgroundSince == nil }
     private var timer = DeadlineTimer()
     private var stopped = false
-    /// Sleeping services, each with its parked refresh instant (see ``setAsleep(_:)``).
-    private var asleep: [ServiceID: Parked] = [:]
+    /// Services whose refresh sleeps, each with its parked refresh instant (see
+    /// ``setAsleep(refreshes:pings:)``).
+    private var refreshesAsleep: [ServiceID: Parked] = [:]
+    /// Services whose ping sleeps (none is armed for them).
+    private var pingsAsleep: Set<ServiceID> = []
 
     private struct Parked {
         var refresh: ContinuousClock.Instant?
@@ -110,8 +117,8 @@ public actor WakeUpScheduler {
     /// lifetime counts from now (the grant was just reported).
     public func setExpiry(_ expires: ContinuousClock.Instant?, for service: ServiceID) {
         let due = expires.map { refreshInstant(of: service, expiring: $0, grantedAt: clock.now) }
-        if asleep[service] != nil {
-            asleep[service] = Parked(refresh: due)
+        if refreshesAsleep[service] != nil {
+            refreshesAsleep[service] = Parked(refresh: due)
             return
         }
         dueAt[service] = due
@@ -121,22 +128,35 @@ public actor WakeUpScheduler {
     /// Puts exactly `services` to sleep (their refreshes and pings are not armed) and wakes every
     /// other sleeping service: its parked refresh is armed again and its next ping drawn from now.
     public func setAsleep(_ services: Set<ServiceID>) {
+        setAsleep(refreshes: services, pings: services)
+    }
+
+    /// Puts exactly the refreshes of `refreshes` and the pings of `pings` to sleep and wakes every
+    /// other sleeping one: a woken refresh is armed at its parked instant (at once if that passed),
+    /// a woken ping is drawn from now.
+    public func setAsleep(refreshes: Set<ServiceID>, pings: Set<ServiceID>) {
         let now = clock.now
-        for (service, parked) in asleep where !services.contains(service) {
-            asleep[service] = nil
+        for (service, parked) in refreshesAsleep where !refreshes.contains(service) {
+            refreshesAsleep[service] = nil
             dueAt[service] = parked.refresh
+        }
+        for service in refreshes where refreshesAsleep[service] == nil {
+            refreshesAsleep[service] = Parked(refresh: dueAt[service])
+            dueAt[service] = nil
+        }
+        for service in pingsAsleep.subtracting(pings).sorted() {
             pingAt[service] = intervals[service].map { now + jittered($0) }
         }
-        for service in services where asleep[service] == nil {
-            asleep[service] = Parked(refresh: dueAt[service])
-            dueAt[service] = nil
-            pingAt[service] = nil
-        }
+        for service in pings.subtracting(pingsAsleep) { pingAt[service] = nil }
+        pingsAsleep = pings
         rearm()
     }
 
-    /// The services asleep now (see ``setAsleep(_:)``).
-    public var sleepingServices: Set<ServiceID> { Set(asleep.keys) }
+    /// The services whose refresh and ping both sleep now (see ``setAsleep(_:)``).
+    public var sleepingServices: Set<ServiceID> { Set(refreshesAsleep.keys).intersection(pingsAsleep) }
+
+    /// The services whose ping sleeps now (see ``setAsleep(refreshes:pings:)``).
+    public var sleepingPings: Set<ServiceID> { pingsAsleep }
 
     /// `expires − refreshMargin`, but never before half the granted lifetime has passed nor
     /// sooner than `minimumRefreshInterval` after the service's previous refresh.
@@ -157,7 +177,7 @@ public actor WakeUpScheduler {
     public func setFlowPingInterval(_ interval: Duration?, for service: ServiceID) {
         let interval = interval.map { $0.clamped(to: configuration.minimumPingInterval...TimeBounds.longest) }
         intervals[service] = interval
-        guard asleep[service] == nil else { return }
+        guard !pingsAsleep.contains(service) else { return }
         pingAt[service] = interval.map { clock.now + jittered($0) }
         rearm()
     }
@@ -166,7 +186,7 @@ public actor WakeUpScheduler {
     /// its next ping is re-armed a random 80–100 % of its interval from now. Nothing for a service
     /// without a flow-ping interval.
     public func flowActive(_ service: ServiceID) {
-        guard let interval = intervals[service], asleep[service] == nil else { return }
+        guard let interval = intervals[service], !pingsAsleep.contains(service) else { return }
         pingAt[service] = clock.now + jittered(interval)
         rearm()
     }
@@ -178,7 +198,8 @@ public actor WakeUpScheduler {
     public func remove(_ service: ServiceID) {
         intervals.removeValue(forKey: service)
         lastRefresh.removeValue(forKey: service)
-        asleep.removeValue(forKey: service)
+        refreshesAsleep.removeValue(forKey: service)
+        pingsAsleep.remove(service)
         let had = dueAt[service] != nil || pingAt[service] != nil
         dueAt[service] = nil
         pingAt[service] = nil

@@ -78,11 +78,13 @@ struct PushSleepTests {
         try await stop(group, run)
     }
 
-    @Test func suspendedWithoutAPushTokenKeepsItsFlowAndItsWakeUps() async throws {
+    /// Without a token the flow stays; its wake-ups follow the rules (`SuspendedWakeUpTests`):
+    /// the default policy decides nothing for them suspended, so none is armed.
+    @Test func suspendedWithoutAPushTokenKeepsItsFlowAndArmsNoUselessWakeUp() async throws {
         let (manager, events, group, run) = try await start(pushAccounts: [])
         await manager.setAppState(.suspended)
         try await events.wait { $0.contains { $0.decision?.trigger == .app(.suspending) } }
-        #expect(await manager.status().nextWakeUp != nil)
+        #expect(await manager.status().nextWakeUp == nil)
         #expect(!plugin.starts.contains { $0.action.kind == .releaseFlow })
         try await stop(group, run)
     }
