@@ -42,9 +42,18 @@ struct SuspendedWakeUpTests {
         return (manager, events, group, run)
     }
 
-    /// An hour of clock in minute steps, then a trigger decided after anything that fell due.
+    /// An hour of clock in minute steps, each wake-up fired in its own minute, then a trigger
+    /// decided after anything that fell due.
     func anHourPasses(_ manager: ResilienceManager, _ events: EventRecorder<ResilienceEvent>) async throws {
-        for _ in 0..<60 { clock.advance(by: .seconds(60)) }
+        for _ in 0..<60 {
+            clock.advance(by: .seconds(60))
+            // A wake-up that fell due fires and re-arms before the next minute (else one late fire
+            // would take everything due at once); bounded, a hang guard, not a timing.
+            for _ in 0..<5000 {
+                guard let next = await manager.scheduler.nextWakeUp, next <= clock.now else { break }
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
         await manager.pushTokenChanged()
         try await events.wait { $0.contains { $0.decision?.trigger == .pushTokenChanged } }
     }
