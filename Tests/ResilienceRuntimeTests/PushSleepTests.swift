@@ -175,3 +175,39 @@ struct WakeUpSchedulerSleepTests {
         #expect(await scheduler.wakeUps == 0)
     }
 }
+
+/// Each duty sleeps alone: a sleeping ping leaves the refresh armed and the other way round.
+@Suite(.timeLimit(.minutes(1)))
+struct WakeUpSchedulerDutySleepTests {
+    @Test func aSleepingPingLeavesTheRefreshArmedAndASleepingRefreshLeavesThePing() async {
+        let clock = ManualClock()
+        let (refreshes, reported) = AsyncStream<[ServiceID]>.makeStream()
+        let scheduler = WakeUpScheduler(
+            clock: clock, appState: .suspended, onDue: { refresh, _ in if !refresh.isEmpty { reported.yield(refresh) } }
+        )
+        let refreshAt = clock.now + .seconds(1800 - 30)
+        await scheduler.setExpiry(clock.now + .seconds(1800), for: "a.reg")
+        await scheduler.setFlowPingInterval(.seconds(30), for: "a.reg")
+
+        await scheduler.setAsleep(refreshes: [], pings: ["a.reg"])
+        #expect(await scheduler.nextPing(of: "a.reg") == nil)
+        #expect(await scheduler.nextWakeUp == refreshAt)
+        await scheduler.flowActive("a.reg")  // a sleeping ping is not re-armed by traffic
+        #expect(await scheduler.nextPing(of: "a.reg") == nil)
+
+        await scheduler.setAsleep(refreshes: ["a.reg"], pings: [])
+        let ping = await scheduler.nextPing(of: "a.reg")
+        #expect(ping != nil)
+        #expect(await scheduler.nextWakeUp != refreshAt)
+        #expect(await scheduler.sleepingServices.isEmpty)
+
+        // Both asleep past the refresh instant, then the refresh wakes: armed at once, not lost.
+        await scheduler.setAsleep(["a.reg"])
+        #expect(await scheduler.nextWakeUp == nil)
+        clock.advance(by: .seconds(1800))
+        await scheduler.setAsleep(refreshes: [], pings: ["a.reg"])
+        var reports = refreshes.makeAsyncIterator()
+        #expect(await reports.next() == ["a.reg"])
+        #expect(clock.now == refreshAt + .seconds(30))
+    }
+}
