@@ -6,11 +6,11 @@ import ResilienceRules
 ///
 /// Invariants:
 /// - Sleep happens only while the app is suspended (as decided), never to a service kept awake
-///   (``keptAwakeWhileSuspended``: a push-woken account's, an account's with a call, a call).
+///   (`keptAwakeWhileSuspended`: a push-woken account's, an account's with a call, a call).
 ///   Then an account with a push token (``setPushAvailable(_:for:)``) sleeps whole: its services
 ///   arm no refresh and no ping (``WakeUpScheduler/setAsleep(_:)``). Any other service's refresh
 ///   (ping) sleeps exactly when the rules in force would decide nothing for its `refresh.due`
-///   (`flow.ping-due`) in that state (``RulesEngine/refreshWakeUpPlansAnything(for:among:at:)``):
+///   (`flow.ping-due`) in that state (`RulesEngine.refreshWakeUpPlansAnything(for:among:at:)`):
 ///   a suspended process is never woken for a wake-up that does nothing, and a policy rule
 ///   `when: [suspended]` for it keeps it armed. A custom `decide` cannot be asked: then only push
 ///   accounts sleep. Sleep is re-derived after every app event, network change, push, window end,
