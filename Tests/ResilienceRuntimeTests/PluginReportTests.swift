@@ -20,11 +20,12 @@ struct PluginReportTests {
 
     init() { source = ScriptedNetworkSource(clock: clock) }
 
-    func start(_ services: [ClientService]) async throws -> (
+    func start(_ services: [ClientService], policy: Policy = .default) async throws -> (
         ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
     ) {
         let manager = ResilienceManager(
-            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11), logger: quiet)
+            source: source, policy: policy, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11),
+            logger: quiet)
         for service in services { await manager.register(service) }
         let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -170,6 +171,55 @@ struct PluginReportTests {
         #expect(registers.filter { $0 == other.id }.count == 1)
         let subscribes = starts.filter { $0.action.kind == .subscribe }
         #expect(subscribes.count == Self.subscriptions.count, "\(subscribes.map(\.action.service))")
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    /// The same race for an account that publishes presence. The default policy republishes on
+    /// a network change, not on a lost flow (a report naming the publication decides nothing
+    /// for it); a policy that republishes on a lost flow too gets one PUBLISH per loss all the
+    /// same: the PUBLISH waits for the account's REGISTER, runs after its retry, and its success
+    /// makes the held report moot for the publication as for the registration.
+    @Test func aHeldLossIsMootForAPublicationRepublishedAfterIt() async throws {
+        let publication = ClientService(id: "a.presence-publish", kind: .presencePublish, account: "a")
+        let other = ClientService(id: "b.registration", kind: .registration, account: "b")
+        let republish = Rule(
+            "flow-lost-publish", on: [.named("flow.lost")], when: [.foreground], for: [.presencePublish],
+            if: [.affected], do: [.publishPresence])
+        let (_, events, group, run) = try await start(
+            [Self.registration, publication, other], policy: Policy(rules: Policy.defaultRules + [republish]))
+        let before = sip.starts.count
+        sip.program([.fail(PluginError("udp flow closed during REGISTER")), .succeed], for: Self.registration.id)
+        sip.reportFlowLoss([Self.registration.id, publication.id])
+        let failure = try await events.wait(where: { $0.action?.isRetrying == true })
+        guard case .retrying(let retryAt?, _) = failure.first?.action?.outcome else {
+            Issue.record("no retry instant: \(failure)")
+            return
+        }
+        await clock.waitForSleepers(count: 1)  // the retry's timer
+        // The failed REGISTER's flow, which the publication rides, is lost too, and so is b's.
+        clock.advance(by: .milliseconds(500))
+        sip.reportFlowLoss([Self.registration.id, publication.id, other.id])
+        await clock.waitForSleepers(count: 2)  // and the throttle's
+        // The PUBLISH waits for the account's REGISTER: it runs once the retry bound the account.
+        clock.advance(to: retryAt)
+        try await events.wait(where: {
+            $0.action?.action.service == publication.id && $0.action?.isSucceeded == true
+                && $0.action?.action.trigger.name == "flow.lost"
+        })
+
+        clock.advance(by: .seconds(2))
+        let decided = try await events.wait { items in
+            items.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.count == 2
+        }
+        let released = decided.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.last
+        #expect(released.map { Set($0.actions.map(\.service)) } == [other.id])
+        try await events.wait(where: {
+            $0.action?.action.service == other.id && $0.action?.isSucceeded == true
+                && $0.action?.action.trigger.name == "flow.lost"
+        })
+        let publishes = sip.starts.dropFirst(before).filter { $0.action.kind == .publishPresence }
+        #expect(publishes.count == 1, "one per loss: \(publishes.map(\.action.trigger.name))")
         await group.triggerGracefulShutdown()
         try await run.value
     }
