@@ -4,7 +4,7 @@ package import ResilienceRuntime
 /// Renders one ``ResilienceEvent`` as one log line of `netres run`.
 ///
 /// Transitions render exactly as `netres watch` prints them (``WatchRecord``). Every other line
-/// has the stable JSON keys ts, mono_ns, kind (app|decision|flap|damping|action), event, epoch, service,
+/// has the stable JSON keys ts, mono_ns, kind (app|decision|flap|damping|hold|action), event, epoch, service,
 /// action, attempt, outcome, error, actions — null or empty when they do not apply.
 /// Invariant: nothing here can carry a password; lines hold names, states and plugin errors.
 package struct DaemonLogLine: Sendable {

@@ -9,7 +9,8 @@ public enum ActionOutcome: Hashable, Sendable, CustomStringConvertible {
     /// it is not an optional step).
     case failed(PluginError)
     /// A retryable failure; the next attempt starts at the instant, or when the path is restored
-    /// (`nil`): nothing is retried while the path is unsatisfied.
+    /// or the suspended app wakes (`nil`): nothing is retried while the path is unsatisfied, nor
+    /// (for work decided before the suspension) while the app is suspended.
     case retrying(at: ContinuousClock.Instant?, error: PluginError)
     /// Cancelled while running: a new network loss ended its epoch, or the executor shut down.
     case cancelled

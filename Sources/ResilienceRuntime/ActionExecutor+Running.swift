@@ -32,9 +32,12 @@ extension ActionExecutor {
         store(slot, for: id)
     }
 
-    /// Whether the next action of a service must wait for the path: retries never run while it
-    /// is unsatisfied, nor do actions decided before the loss; local actions are never held.
-    func isHeld(_ queued: Queued) -> Bool {
+    /// Whether the next action of a service must wait: for the path, or for the app to wake.
+    func isHeld(_ queued: Queued) -> Bool { isHeldForPath(queued) || isHeldWhileSuspended(queued) }
+
+    /// Whether an action must wait for the path: retries never run while it is unsatisfied, nor
+    /// do actions decided before the loss; local actions are never held.
+    func isHeldForPath(_ queued: Queued) -> Bool {
         !pathSatisfied && (queued.isRetry || queued.epoch < epoch) && !isLocal(queued.action)
     }
 
@@ -179,7 +182,7 @@ extension ActionExecutor {
         var again = queued
         again.attempt += 1
         again.isRetry = true
-        if pathSatisfied || isLocal(queued.action) {
+        if (pathSatisfied || isLocal(queued.action)) && !isHeldWhileSuspended(again) {
             if let asked = error.retryAfter, asked > configuration.backoff.maximum {
                 logger.notice(
                     "retry-after capped at the backoff maximum",
@@ -284,7 +287,7 @@ extension ActionExecutor {
         var message = "action \(event.outcome.label)"
         switch event.outcome {
         case .retrying(let at, let error):
-            metadata["retry.in"] = at.map { "\($0 - event.at)" } ?? "on-restore"
+            metadata["retry.in"] = at.map { "\($0 - event.at)" } ?? "held"
             message += ": \(error)"
         case .failed(let error):
             message += ": \(error)"

@@ -30,6 +30,10 @@ public import ResilienceRules
 ///   capped at it, and no retry comes sooner than `BackoffPolicy.minimumDelay`. Every retry
 ///   instant is computed with `TimeBounds` (no outside value can overflow it). While the path is unsatisfied nothing is retried and actions of
 ///   older epochs do not start; on restore the backoff resets and everything held starts at once.
+/// - While the app is suspended (``setSuspended(_:keepingAwake:then:epoch:)``), work decided
+///   before the suspension (a retry in backoff, an action waiting for its prerequisite) waits
+///   with no timer armed, unless its service is kept awake (a push-woken account, a call); work
+///   the rules decide while suspended runs. On waking it starts at once.
 /// - Local actions (`ActionKind/isLocal`, or in their plugin's `localActions`) are the
 ///   exception: they start and retry while the path is unsatisfied, and a loss does not cancel them.
 /// - An action no plugin performs never holds up the service: it is reported `failed`, or
@@ -74,6 +78,8 @@ public actor ActionExecutor {
         public var retryAt: ContinuousClock.Instant?
         /// True when the next action waits for the path to be restored.
         public var waitingForPath: Bool
+        /// True when the next action waits for the app to leave `suspended`.
+        public var waitingForWakeUp: Bool
     }
 
     struct Queued {
@@ -126,6 +132,8 @@ public actor ActionExecutor {
     /// The last loss of the path that ended (``networkChanged(_:network:epoch:then:restoredAfter:)``).
     var lastPathLoss: Range<ContinuousClock.Instant>?
     var epoch = NetworkEpoch.initial
+    /// Set while the app is suspended: what waits for it to wake (`ActionExecutor+Suspension.swift`).
+    var suspension: SuspensionHold?
     var nextToken: UInt64 = 0
     var nextBatch: UInt64 = 0
 
@@ -256,7 +264,8 @@ public actor ActionExecutor {
                 pending: slot.pending.map(\.action),
                 attempt: slot.running?.queued.attempt ?? next?.attempt ?? 1,
                 retryAt: next?.notBefore,
-                waitingForPath: next.map { isHeld($0) } ?? false)
+                waitingForPath: next.map { isHeldForPath($0) } ?? false,
+                waitingForWakeUp: next.map { isHeldWhileSuspended($0) } ?? false)
         }
         return out
     }

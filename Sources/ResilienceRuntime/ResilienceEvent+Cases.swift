@@ -25,6 +25,12 @@ extension ResilienceEvent {
         return nil
     }
 
+    /// What the suspended app held or released; nil for other events.
+    public var suspensionHold: SuspensionHoldEvent? {
+        if case .suspensionHold(let event) = self { return event }
+        return nil
+    }
+
     /// Whether a lost and a restored were dropped as a pair (``flapCoalesced(lost:restored:)``).
     public var isFlapCoalesced: Bool {
         if case .flapCoalesced = self { return true }

@@ -8,7 +8,7 @@ public import ResilienceCore
 /// password; fields hold names, states and plugin errors.
 public struct ResilienceEventLine: Hashable, Sendable {
     public var at: ContinuousClock.Instant
-    /// `app`, `decision`, `flap`, `damping` or `action`.
+    /// `app`, `decision`, `flap`, `damping`, `hold` or `action`.
     public var kind = ""
     /// The trigger's name (`network.lost`, `app.entered-background`, ...) or `flap-coalesced`.
     public var event = ""
@@ -40,6 +40,9 @@ public struct ResilienceEventLine: Hashable, Sendable {
             (kind, self.event) = ("damping", damping.trigger.name)
             let until = damping.until.map { " for \(DurationText.format($0 - damping.at))" } ?? ""
             outcome = (damping.released ? "released" : "held\(until)") + " (penalty \(Int(damping.penalty)))"
+        case .suspensionHold(let hold):
+            at = hold.at
+            (kind, self.event, outcome) = ("hold", hold.trigger?.name ?? "services-changed", hold.summary)
         case .action(let action):
             at = action.at
             (kind, self.event, epoch) = ("action", action.action.trigger.name, action.epoch.rawValue)

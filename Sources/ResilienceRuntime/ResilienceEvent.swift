@@ -16,6 +16,9 @@ public enum ResilienceEvent: Hashable, Sendable {
     /// Flap damping held a trigger (the path returned, or the app changed state, while flapping)
     /// or released what it held.
     case damping(DampingEvent)
+    /// The suspended app held work decided before the suspension, or released it (one event per
+    /// change, not per service).
+    case suspensionHold(SuspensionHoldEvent)
 }
 
 /// What flap damping did with one trigger.

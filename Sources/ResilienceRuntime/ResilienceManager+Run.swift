@@ -222,6 +222,8 @@ extension ResilienceManager {
             guard !isShuttingDown else { return }
             let downtime: Duration? = if case .restored(let downtime) = item.transition?.kind { downtime } else { nil }
             await executor.networkChanged(path, network: snapshot, epoch: epoch, then: actions, restoredAfter: downtime)
+        } else if Self.mayChangeSuspension(item.trigger) {
+            await submitAcrossSuspension(actions, trigger: item.trigger)
         } else {
             await executor.submit(actions, epoch: epoch)
         }
@@ -246,6 +248,8 @@ extension ResilienceManager {
         let actions = decide(.shutdown, at: start)
         broadcast.yield(.decision(trigger: .shutdown, epoch: epoch, actions: actions, at: start))
         await executor.submit(actions, epoch: epoch)
+        // Held work would run only when the app wakes, which it will not now: do not wait for it.
+        await executor.dropHeldWhileSuspended()
         let executor = self.executor
         let finished = await clock.finishes(
             until: start.adding(clamped: configuration.shutdownTimeout)

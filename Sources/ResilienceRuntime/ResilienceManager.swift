@@ -40,6 +40,8 @@ public import ServiceLifecycle
 ///   interruption and the network path (availability is derived from it) have one owner, the
 ///   rules engine. Status, the scheduler and the executor read them from there, so ``status()``'s
 ///   path is the one the executor hands plugins and the decisions were made on.
+/// - Suspended is asleep: work decided before the suspension (a retry in backoff) waits for the
+///   app to wake, except a push-woken account's or a call's (`ResilienceManager+Suspension.swift`).
 /// - Flap damping (``FlapDamping``, configured by `Policy.flapDamping`): every loss of the path
 ///   and every app-state change counts as a flap. While suppressed, a return of the path and
 ///   app-state changes are held, not decided (nothing is sent meanwhile: the rules engine and the
@@ -48,8 +50,9 @@ public import ServiceLifecycle
 ///   reported one, are decided once. A loss while a return is held drops it.
 ///   ``ResilienceEvent/damping(_:)``, ``status()`` and the counter `netres.damped` (dimension
 ///   `source`) show it.
-/// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)` and waits at
-///   most `Configuration.shutdownTimeout` (on its clock) for it, cancels whatever still runs,
+/// - On graceful shutdown the manager stops deciding, submits `decide(.shutdown)`, drops what a
+///   suspended app holds (superseded), waits at most `Configuration.shutdownTimeout` (on its
+///   clock) for the rest, cancels whatever still runs,
 ///   then shuts the plugins down in reverse order and waits at most
 ///   `Configuration.pluginShutdownTimeout` for them. A hanging plugin cannot delay it further:
 ///   `run()` returns within the sum of the two.
@@ -254,7 +257,10 @@ public actor ResilienceManager: Service {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
         await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
-        if rules.appState == .suspended { await updateSleep() }
+        if rules.appState == .suspended {
+            await updateSleep()
+            await submitAcrossSuspension([], trigger: nil)
+        }
     }
 
     /// Stops tracking a service.
@@ -262,7 +268,10 @@ public actor ResilienceManager: Service {
         services.removeValue(forKey: id)
         latestSuccesses.forget(id)
         await scheduler.remove(id)
-        if rules.appState == .suspended { await updateSleep() }
+        if rules.appState == .suspended {
+            await updateSleep()
+            await submitAcrossSuspension([], trigger: nil)
+        }
     }
 
     /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its

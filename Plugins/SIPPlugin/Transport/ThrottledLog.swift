@@ -2,8 +2,8 @@ internal import Logging
 internal import ResilienceCore
 internal import Synchronization
 
-/// Warnings a peer can provoke at will (malformed datagrams, stray responses), rate-limited per
-/// kind with ``ResilienceCore/LogThrottle``: the first ``limit`` of each kind per ``window`` are
+/// Lines a peer can provoke at will (malformed datagrams, stray responses, a forged INVITE's
+/// bad offer or unanswered ringing, a MESSAGE), rate-limited per kind with ``ResilienceCore/LogThrottle``: the first ``limit`` of each kind per ``window`` are
 /// logged, then one `sip.log-suppressed` line with the count precedes the next one logged.
 ///
 /// Callers pass values from the wire through ``ResilienceCore/LogText/escaped(_:limit:)``;

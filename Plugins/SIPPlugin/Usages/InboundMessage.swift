@@ -32,9 +32,12 @@ public struct InboundMessage: Hashable, Sendable {
 
 extension SIPUserAgent {
     /// A MESSAGE outside any dialog (RFC 3428 §7): answered 200 and handed on through ``messages``.
+    /// Every one is handed on; the log line is rate-limited (``ThrottledLog``), since anyone who
+    /// can reach the proxy can send them.
     func receivedMessage(_ request: SIPMessage) -> SIPMessage {
         let message = InboundMessage(account: account.name, request: request)
-        logger.info("sip.message-received", metadata: ["from": "\(message.from)", "bytes": "\(request.body.count)"])
+        throttledLog.log(
+            .info, "sip.message-received", metadata: ["from": "\(message.from)", "bytes": "\(request.body.count)"])
         messageSink.yield(message)
         return request.makeResponse(status: 200, reason: "OK", toTag: randomToken())
     }

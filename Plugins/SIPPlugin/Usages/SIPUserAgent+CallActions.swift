@@ -47,10 +47,14 @@ extension SIPUserAgent {
         guard calls[id] != nil else { return }
         calls[id]?.timers[timer] = nil
         let actions = calls[id]?.machine.handle(.timerFired(timer), at: clock.now) ?? []
+        // Each forged INVITE that rings unanswered (or is answered and never ACKed) ends here:
+        // rate-limited like the wire's warnings, so a flood of them is not a log flood.
         if timer == .ringing, !actions.isEmpty {
-            logger.info("sip.call-ringing-timeout", metadata: ["call": "\(id)"])
+            throttledLog.log(.info, "sip.call-ringing-timeout", metadata: ["call": "\(id)"])
         }
-        if timer == .ackWait, !actions.isEmpty { logger.notice("sip.call-ack-timeout", metadata: ["call": "\(id)"]) }
+        if timer == .ackWait, !actions.isEmpty {
+            throttledLog.log(.notice, "sip.call-ack-timeout", metadata: ["call": "\(id)"])
+        }
         perform(actions, call: id)
         // A task may wait for this timer (the glare wait) or for what it changed.
         callChanged(id)

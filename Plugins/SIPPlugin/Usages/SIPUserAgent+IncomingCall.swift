@@ -89,7 +89,8 @@ extension SIPUserAgent {
             try offerAnswer.received(
                 offer: try SessionDescription.parse(request.body), localAddress: transport?.localHost)
         } catch {
-            logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
+            throttledLog.log(
+                .notice, "sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here", toTag: localTag))
             return nil
         }
@@ -183,7 +184,8 @@ extension SIPUserAgent {
             return
         } catch {
             remoteOfferSettled(id)
-            logger.notice("sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
+            throttledLog.log(
+                .notice, "sip.call-bad-offer", metadata: ["error": "\(LogText.escaped("\(error)", limit: 120))"])
             reply(request.makeResponse(status: 488, reason: "Not Acceptable Here"))
             return
         }

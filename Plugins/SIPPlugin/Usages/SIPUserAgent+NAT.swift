@@ -13,14 +13,16 @@ internal import ResilienceCore
 ///
 /// Invariants: a mapping is compared only on the flow the registration was bound through, only
 /// over UDP (a stream's rebinding kills the connection, which the CRLF ping sees), and only
-/// against what the last 2xx to a REGISTER reported; a mismatch costs one REGISTER.
+/// against what the last 2xx to a REGISTER reported; each distinct mapping seen costs at most one
+/// REGISTER and one `sip.nat-mapping-changed` line, however many pings see it and whatever the
+/// registrar then reports (``NATRebindingWatch``).
 extension SIPUserAgent {
     /// Notes what a 2xx to a REGISTER says about the NAT: the public address of the flow (its top
     /// Via's `received`/`rport`) and whether the registrar keeps flows (RFC 5626: a `Flow-Timer`,
     /// or `outbound` in `Require`), which makes STUN the UDP keep-alive.
     func noteNAT(from response: SIPMessage, on flow: SIPTransport) {
         let mapped = response.viaPublicAddress
-        registration.publicAddress = mapped
+        registration.natWatch.registered(mapped)
         registration.keepsFlows =
             response.flowTimer != nil
             || response.headers.listValues("Require").contains { $0.trimmingSIPWhitespace().lowercased() == "outbound" }
@@ -51,20 +53,46 @@ extension SIPUserAgent {
     /// or port than it did at the last REGISTER (a NAT rebinding), registers again at once
     /// through it, so calls reach the new mapping, and re-INVITEs the calls in progress
     /// (``reinviteCallsAfterRebinding(at:path:)``). True when it registered.
+    ///
+    /// Pings that shared one keep-alive all get here at once (a ping the runtime superseded
+    /// still waits for the shared answer): a cancelled one does nothing, and the first claims
+    /// the new mapping before it awaits anything, so the others send nothing
+    /// (``NATRebindingWatch``). When the registrar's answer still names another address than
+    /// the keep-alive saw, that is logged once (`sip.nat-mapping-disagrees`) and not registered
+    /// again until the mapping moves.
     func registerAgainIfMappingChanged(flow: SIPTransport, path: NetworkPath) async throws -> Bool {
-        // A binding a query found lost (granted nil) is being registered again by the runtime already.
-        guard flow.kind == .udp, registration.granted != nil, registration.registeredFlow === flow,
-            let registered = registration.publicAddress,
-            let seen = flow.sharedSocket?.observedMapping, seen != registered
-        else { return false }
-        logger.notice(
-            "sip.nat-mapping-changed",
-            metadata: [
-                "registered": "\(LogText.escaped(registered, limit: 64))",
-                "seen": "\(LogText.escaped(seen, limit: 64))",
-            ])
+        // A binding a query found lost (granted nil) is being registered again by the runtime
+        // already; a ping the runtime superseded (cancelled) leaves it to the newer one.
+        guard !Task.isCancelled, flow.kind == .udp, registration.granted != nil, registration.registeredFlow === flow
+        else {
+            return false
+        }
+        switch registration.natWatch.handle(seen: flow.sharedSocket?.observedMapping) {
+        case .nothing:
+            return false
+        case .disagreement(let registered, let seen):
+            logger.notice(
+                "sip.nat-mapping-disagrees",
+                metadata: [
+                    "registered": "\(LogText.escaped(registered, limit: 64))",
+                    "seen": "\(LogText.escaped(seen, limit: 64))",
+                ])
+            return false
+        case .registerAgain(let registered, let seen):
+            logger.notice(
+                "sip.nat-mapping-changed",
+                metadata: [
+                    "registered": "\(LogText.escaped(registered, limit: 64))",
+                    "seen": "\(LogText.escaped(seen, limit: 64))",
+                ])
+        }
         let rebound = clock.now
-        try await register(path: path)
+        do {
+            try await register(path: path)
+        } catch {
+            registration.natWatch.registerFailed()
+            throw error
+        }
         await reinviteCallsAfterRebinding(at: rebound, path: path)
         return true
     }

@@ -22,8 +22,9 @@ struct RegistrationState {
     /// The flow the last 2xx to a REGISTER came through. A keep-alive proves only this flow:
     /// on any other (opened since, after a loss) the registration is re-established instead.
     var registeredFlow: SIPTransport?
-    /// The flow's public `host:port` per the last 2xx's top Via (RFC 3581); see SIPUserAgent+NAT.
-    var publicAddress: String?
+    /// The flow's public `host:port` per the last 2xx's top Via (RFC 3581), and when a
+    /// keep-alive's view of it calls for a REGISTER; see SIPUserAgent+NAT.
+    var natWatch = NATRebindingWatch()
     /// The registrar keeps flows (RFC 5626): the UDP keep-alive is STUN.
     var keepsFlows = false
     /// When the binding was last seen at the registrar, and whether the next ping asks again.
