@@ -1,5 +1,6 @@
 public import ResilienceCore
 public import ResilienceRules
+import Synchronization
 
 /// Turns plugins' flow-loss reports into `flow.lost` triggers without letting a server that
 /// accepts a flow and drops it at once cause a storm of re-registrations.
@@ -16,8 +17,13 @@ public import ResilienceRules
 ///   A report waits as long as its member that needs the longest wait.
 /// - A loss of a service already waiting counts as its latest loss but adds no trigger: the
 ///   report joins that wait (and a report that must wait longer takes the waiting group along).
-/// - ``releaseDue(at:)`` releases every waiting service whose delay is over, together, so
-///   losses waiting together become one trigger.
+/// - ``releaseDue(at:succeeded:)`` releases every waiting service whose delay is over, together,
+///   so losses waiting together become one trigger.
+/// - A held loss is moot for every service whose action succeeded after its latest loss (the
+///   executor's retry bound the account again while the report waited): the release drops it,
+///   since deciding it would only repeat what just succeeded (one more REGISTER, PUBLISH or
+///   SUBSCRIBE). The other services of the report are released as ever; when none remains,
+///   nothing is released. A loss reported after the success stands.
 public struct FlowLossThrottle: Sendable {
     private struct History: Sendable {
         var count: Int
@@ -69,10 +75,35 @@ public struct FlowLossThrottle: Sendable {
         return []
     }
 
-    /// Removes and returns, sorted, every waiting service whose delay is over at `now`.
-    public mutating func releaseDue(at now: ContinuousClock.Instant) -> [ServiceID] {
+    /// Removes every waiting service whose delay is over at `now` and returns, sorted, those
+    /// whose loss still stands: not those whose latest success in `succeeded` (each service's
+    /// latest `.succeeded` action outcome) came after their latest loss.
+    public mutating func releaseDue(
+        at now: ContinuousClock.Instant, succeeded: [ServiceID: ContinuousClock.Instant] = [:]
+    ) -> [ServiceID] {
         let due = waiting.filter { $0.value <= now }.keys.sorted()
         for id in due { waiting.removeValue(forKey: id) }
-        return due
+        return due.filter { id in
+            guard let success = succeeded[id], let loss = history[id]?.lastLoss else { return true }
+            return success <= loss
+        }
     }
+}
+
+/// Each service's latest successful action, written synchronously by the executor's event sink
+/// (so it is current before anyone sees the event) and read when held flow losses are released
+/// (``FlowLossThrottle/releaseDue(at:succeeded:)``).
+final class LatestSuccesses: Sendable {
+    private let instants = Mutex<[ServiceID: ContinuousClock.Instant]>([:])
+
+    /// Records that an action of `service` succeeded at `instant`.
+    func record(_ service: ServiceID, at instant: ContinuousClock.Instant) {
+        instants.withLock { $0[service] = max(instant, $0[service] ?? instant) }
+    }
+
+    /// Forgets a service no longer tracked.
+    func forget(_ service: ServiceID) { _ = instants.withLock { $0.removeValue(forKey: service) } }
+
+    /// A copy of every service's latest success.
+    var snapshot: [ServiceID: ContinuousClock.Instant] { instants.withLock { $0 } }
 }

@@ -143,7 +143,7 @@ extension ResilienceManager {
 
     private func releaseFlowLosses(scheduledAt instant: ContinuousClock.Instant) {
         guard flowLossTimer.claim(instant) else { return }
-        let due = flowLosses.releaseDue(at: clock.now)
+        let due = flowLosses.releaseDue(at: clock.now, succeeded: latestSuccesses.snapshot)
         if !due.isEmpty { enqueue(.flowLost(due)) }
         rearmFlowLossTimer()
     }

@@ -20,8 +20,9 @@ public import ServiceLifecycle
 ///   executor, satisfied or not (the rules plan nothing that needs the network while it is down;
 ///   `network.restored` brings the services up later).
 /// - Plugins' flow losses become `flow.lost` triggers through a ``FlowLossThrottle`` whose delays
-///   run on the manager's clock; each plugin's `reports` stream is read once, by ``run()``,
-///   and every report is applied in order (`PluginReport`).
+///   run on the manager's clock; a held loss is dropped for each service whose action succeeded
+///   after it (a success the manager records before anyone sees its event); each plugin's
+///   `reports` stream is read once, by ``run()``, and every report is applied in order (`PluginReport`).
 /// - A `lost` waits the policy's `Policy.holdDown` (on the manager's clock) before it is
 ///   decided, unless the interface went admin-down or away (`HoldDown`); sources do not
 ///   hold losses down, so what an app sets in its policy is what applies.
@@ -119,6 +120,8 @@ public actor ResilienceManager: Service {
     /// Services whose action just succeeded, in order (see ``followFlowActivity()``).
     let succeeded: (stream: AsyncStream<ServiceID>, continuation: AsyncStream<ServiceID>.Continuation)
     let broadcast: Broadcast<ResilienceEvent>
+    /// Each service's latest successful action: a held flow loss is moot for it after that.
+    let latestSuccesses: LatestSuccesses
     var rules: RulesEngine
     var services: [ServiceID: ClientService] = [:]
     var epoch = NetworkEpoch.initial
@@ -180,6 +183,8 @@ public actor ResilienceManager: Service {
         self.broadcast = broadcast
         let succeeded = AsyncStream<ServiceID>.makeStream()
         self.succeeded = succeeded
+        let latestSuccesses = LatestSuccesses()
+        self.latestSuccesses = latestSuccesses
         self.executor = ActionExecutor(
             plugins: plugins, clock: clock,
             configuration: ActionExecutor.Configuration(
@@ -188,6 +193,7 @@ public actor ResilienceManager: Service {
                 callSurvivalBudget: policy.callSurvivalBudget),
             logger: logger,
             onEvent: { event in
+                if event.outcome == .succeeded { latestSuccesses.record(event.action.service, at: event.at) }
                 broadcast.yield(.action(event))
                 if event.outcome == .succeeded { succeeded.continuation.yield(event.action.service) }
             })
@@ -263,6 +269,7 @@ public actor ResilienceManager: Service {
     /// Stops tracking a service.
     public func remove(_ id: ServiceID) async {
         services.removeValue(forKey: id)
+        latestSuccesses.forget(id)
         await scheduler.remove(id)
         if rules.appState == .suspended {
             await updateSleep()

@@ -41,6 +41,24 @@ struct FlowLossThrottleTests {
         #expect(throttle.nextRelease == nil)
     }
 
+    @Test func aHeldLossIsMootForEachServiceThatSucceededAfterIt() {
+        var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 5)
+        #expect(throttle.report(["reg"], at: t0) == ["reg"])
+        #expect(throttle.report(["reg", "mwi"], at: t0 + .milliseconds(500)).isEmpty)
+        // The register's retry succeeded while the report waited; mwi succeeded only before it.
+        let meanwhile: [ServiceID: ContinuousClock.Instant] = [
+            "reg": t0 + .milliseconds(900), "mwi": t0 + .milliseconds(400),
+        ]
+        #expect(throttle.releaseDue(at: t0 + .seconds(2), succeeded: meanwhile) == ["mwi"])
+        // A report none of whose services remain releases nothing.
+        #expect(throttle.report(["reg"], at: t0 + .seconds(3)).isEmpty)
+        #expect(throttle.releaseDue(at: t0 + .seconds(10), succeeded: ["reg": t0 + .seconds(4)]).isEmpty)
+        #expect(throttle.nextRelease == nil)
+        // A loss reported after the success stands.
+        #expect(throttle.report(["reg"], at: t0 + .seconds(11)).isEmpty)
+        #expect(throttle.releaseDue(at: t0 + .seconds(30), succeeded: ["reg": t0 + .seconds(4)]) == ["reg"])
+    }
+
     @Test func theCountResetsAfterTheMaximumWithoutALoss() {
         var throttle = FlowLossThrottle(backoff: backoff, randomSeed: 4)
         #expect(throttle.report(["reg"], at: t0) == ["reg"])

@@ -20,11 +20,12 @@ struct PluginReportTests {
 
     init() { source = ScriptedNetworkSource(clock: clock) }
 
-    func start(_ services: [ClientService]) async throws -> (
+    func start(_ services: [ClientService], policy: Policy = .default) async throws -> (
         ResilienceManager, EventRecorder<ResilienceEvent>, ServiceGroup, Task<Void, any Error>
     ) {
         let manager = ResilienceManager(
-            source: source, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11), logger: quiet)
+            source: source, policy: policy, plugins: [sip], clock: clock, configuration: .init(randomSeed: 11),
+            logger: quiet)
         for service in services { await manager.register(service) }
         let events = EventRecorder.recording(manager.events())
         let group = ServiceGroup(services: [manager], logger: quiet)
@@ -115,17 +116,20 @@ struct PluginReportTests {
         try await run.value
     }
 
-    /// The interleaving behind a second SUBSCRIBE round after a UDP registrar restart: the flow
-    /// ping's loss names the registration and its subscriptions; the REGISTER it decides fails,
-    /// and the loss of that REGISTER's own flow waits in the loss throttle past the executor's
-    /// retry, which binds the account again. The held report, released then, re-decides exactly
-    /// what it names: naming the subscriptions again SUBSCRIBEs each a second time, which is why
-    /// a plugin names a subscription once per loss (the SIP plugin: `servicesOnFlow`); naming
-    /// the registration alone costs one REGISTER and no SUBSCRIBE.
+    /// The interleaving behind a second REGISTER (and SUBSCRIBE round) after a UDP registrar
+    /// restart: the flow ping's loss names the registration and its subscriptions; the REGISTER
+    /// it decides fails, and the loss of that REGISTER's own flow waits in the loss throttle past
+    /// the executor's retry, which binds the account again. Released then, the held report is
+    /// moot for every service that succeeded after it: the registration (and the subscriptions,
+    /// when named again) are decided 0 more times, while a service the report also names that
+    /// did not succeed meanwhile (another account's registration) is still decided.
     @Test(arguments: [false, true])
-    func aLossHeldPastTheRetryThatBoundAgainRedecidesOnlyWhatItNames(subscriptionsNamedAgain: Bool) async throws {
-        let services = [Self.registration] + Self.subscriptions
-        let (_, events, group, run) = try await start(services)
+    func aLossHeldPastTheRetryThatBoundAgainRedecidesOnlyWhatDidNotSucceedSince(subscriptionsNamedAgain: Bool)
+        async throws
+    {
+        let account = [Self.registration] + Self.subscriptions
+        let other = ClientService(id: "b.registration", kind: .registration, account: "b")
+        let (_, events, group, run) = try await start(account + [other])
         let before = sip.starts.count
         @Sendable func flowLostDecisions(_ items: [ResilienceEvent]) -> [[PlannedAction]] {
             items.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.map(\.actions)
@@ -138,7 +142,7 @@ struct PluginReportTests {
         }
         sip.program([.fail(PluginError("udp flow closed during REGISTER")), .succeed], for: Self.registration.id)
         let lostAt = clock.now
-        sip.reportFlowLoss(services.map(\.id))
+        sip.reportFlowLoss(account.map(\.id))
         let failure = try await events.wait(where: { $0.action?.isRetrying == true })
         guard case .retrying(let retryAt?, _) = failure.first?.action?.outcome else {
             Issue.record("no retry instant: \(failure)")
@@ -146,10 +150,11 @@ struct PluginReportTests {
         }
         try #require(retryAt - lostAt <= .milliseconds(1200), "the first retry waits about 1 s (± 20 %)")
         await clock.waitForSleepers(count: 1)  // the retry's timer
-        // The failed REGISTER's flow is lost too; its report waits about 1 s more, past the retry.
+        // The failed REGISTER's flow is lost too, and so is account b's: the report waits about
+        // 1 s more (as long as its registration's second loss needs), past the retry.
         clock.advance(by: .milliseconds(500))
-        let again = subscriptionsNamedAgain ? services.map(\.id) : [Self.registration.id]
-        sip.reportFlowLoss(again)
+        let again = subscriptionsNamedAgain ? account.map(\.id) : [Self.registration.id]
+        sip.reportFlowLoss(again + [other.id])
         await clock.waitForSleepers(count: 2)  // and the throttle's
         clock.advance(to: retryAt)
         try await events.wait(where: succeeded(.register))
@@ -158,12 +163,63 @@ struct PluginReportTests {
 
         clock.advance(by: .seconds(1))
         let decided = try await events.wait { flowLostDecisions($0).count == 2 }
-        #expect(flowLostDecisions(decided).last.map { Set($0.map(\.service)) } == Set(again))
+        #expect(flowLostDecisions(decided).last.map { Set($0.map(\.service)) } == [other.id])
         try await events.wait(count: 2, where: succeeded(.register))
-        let rounds = subscriptionsNamedAgain ? 2 : 1
-        _ = try await events.wait(count: rounds * Self.subscriptions.count, where: succeeded(.subscribe))
-        let subscribes = sip.starts.dropFirst(before).filter { $0.action.kind == .subscribe }
-        #expect(subscribes.count == rounds * Self.subscriptions.count, "\(subscribes.map(\.action.service))")
+        let starts = sip.starts.dropFirst(before)
+        let registers = starts.filter { $0.action.kind == .register }.map(\.action.service)
+        #expect(registers.filter { $0 == Self.registration.id }.count == 2, "the failure and its retry: \(registers)")
+        #expect(registers.filter { $0 == other.id }.count == 1)
+        let subscribes = starts.filter { $0.action.kind == .subscribe }
+        #expect(subscribes.count == Self.subscriptions.count, "\(subscribes.map(\.action.service))")
+        await group.triggerGracefulShutdown()
+        try await run.value
+    }
+
+    /// The same race for an account that publishes presence. The default policy republishes on
+    /// a network change, not on a lost flow (a report naming the publication decides nothing
+    /// for it); a policy that republishes on a lost flow too gets one PUBLISH per loss all the
+    /// same: the PUBLISH waits for the account's REGISTER, runs after its retry, and its success
+    /// makes the held report moot for the publication as for the registration.
+    @Test func aHeldLossIsMootForAPublicationRepublishedAfterIt() async throws {
+        let publication = ClientService(id: "a.presence-publish", kind: .presencePublish, account: "a")
+        let other = ClientService(id: "b.registration", kind: .registration, account: "b")
+        let republish = Rule(
+            "flow-lost-publish", on: [.named("flow.lost")], when: [.foreground], for: [.presencePublish],
+            if: [.affected], do: [.publishPresence])
+        let (_, events, group, run) = try await start(
+            [Self.registration, publication, other], policy: Policy(rules: Policy.defaultRules + [republish]))
+        let before = sip.starts.count
+        sip.program([.fail(PluginError("udp flow closed during REGISTER")), .succeed], for: Self.registration.id)
+        sip.reportFlowLoss([Self.registration.id, publication.id])
+        let failure = try await events.wait(where: { $0.action?.isRetrying == true })
+        guard case .retrying(let retryAt?, _) = failure.first?.action?.outcome else {
+            Issue.record("no retry instant: \(failure)")
+            return
+        }
+        await clock.waitForSleepers(count: 1)  // the retry's timer
+        // The failed REGISTER's flow, which the publication rides, is lost too, and so is b's.
+        clock.advance(by: .milliseconds(500))
+        sip.reportFlowLoss([Self.registration.id, publication.id, other.id])
+        await clock.waitForSleepers(count: 2)  // and the throttle's
+        // The PUBLISH waits for the account's REGISTER: it runs once the retry bound the account.
+        clock.advance(to: retryAt)
+        try await events.wait(where: {
+            $0.action?.action.service == publication.id && $0.action?.isSucceeded == true
+                && $0.action?.action.trigger.name == "flow.lost"
+        })
+
+        clock.advance(by: .seconds(2))
+        let decided = try await events.wait { items in
+            items.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.count == 2
+        }
+        let released = decided.compactMap(\.decision).filter { $0.trigger.name == "flow.lost" }.last
+        #expect(released.map { Set($0.actions.map(\.service)) } == [other.id])
+        try await events.wait(where: {
+            $0.action?.action.service == other.id && $0.action?.isSucceeded == true
+                && $0.action?.action.trigger.name == "flow.lost"
+        })
+        let publishes = sip.starts.dropFirst(before).filter { $0.action.kind == .publishPresence }
+        #expect(publishes.count == 1, "one per loss: \(publishes.map(\.action.trigger.name))")
         await group.triggerGracefulShutdown()
         try await run.value
     }
