@@ -27,6 +27,9 @@ actor CallDesk {
     private var media: [CallID: RTPEchoSession] = [:]
     private var placements: [Placement] = []
     private var placed = 0
+    /// Bounds the notices of incoming calls the desk could not answer or decline: a forged
+    /// INVITE cancelled at once makes one per INVITE.
+    private var refusedNotices = LogThrottle()
 
     private struct Placement {
         let number: Int
@@ -132,9 +135,7 @@ actor CallDesk {
                     do {
                         _ = try await self.control(.answer, id: event.call)
                     } catch {
-                        self.logger.notice(
-                            "calls: could not answer an incoming call",
-                            metadata: ["call": "\(event.call)", "error": "\(error)"])
+                        self.notice("calls: could not answer an incoming call", call: event.call, error: error)
                     }
                 }
             case .reject:
@@ -142,13 +143,29 @@ actor CallDesk {
                     do {
                         try await plugin.reject(event.call, account: account.name, status: 603)
                     } catch {
-                        self.logger.notice(
-                            "calls: could not decline an incoming call", metadata: ["call": "\(event.call)"])
+                        self.notice("calls: could not decline an incoming call", call: event.call, error: error)
                     }
                 }
             }
         }
     }
+
+    /// Logs that an incoming call could not be answered or declined, at most
+    /// `LogThrottle`'s limit per kind and window; the first one after a window names how many
+    /// were held back. The error's text is escaped (it may quote the peer).
+    private func notice(
+        _ message: Logger.Message, call: CallID, error: any Error, at now: ContinuousClock.Instant = .now
+    ) {
+        guard case .log(let suppressed) = refusedNotices.admit(message.description, at: now) else { return }
+        var metadata: Logger.Metadata = [
+            "call": "\(call)", "error": "\(LogText.escaped(String(describing: error), limit: 200))",
+        ]
+        if suppressed > 0 { metadata["suppressed-before"] = "\(suppressed)" }
+        logger.notice(message, metadata: metadata)
+    }
+
+    /// How many such notices of `message` the current window held back (for tests).
+    func heldBackNotices(_ message: Logger.Message) -> Int { refusedNotices.pendingSuppressed(message.description) }
 
     /// Notes the outcome of the policy's re-INVITE of the call behind `service`.
     func recordRecovery(_ text: String, of service: ServiceID) { book.recordRecovery(text, of: service) }
