@@ -10,7 +10,7 @@ import Testing
 /// Each loss report becomes a `flow.lost` decision (some only after the runtime's loss throttle
 /// held them), and each decision that names a subscription SUBSCRIBEs it: a subscription named
 /// by a report held back past the retry that bound the account again was SUBSCRIBEd twice.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(3)))
 struct SIPRegistrarRestartLossTests {
     /// Serves `requests` requests (200 to each) on 127.0.0.1:`port` and closes the port again:
     /// on return nothing listens there any more. The methods it saw, in order.
