@@ -1,8 +1,6 @@
 internal import Glibc
 internal import Logging
 internal import NIOCore
-internal import NIOPosix
-internal import NIOSSL
 internal import ResilienceCore
 internal import Synchronization
 
