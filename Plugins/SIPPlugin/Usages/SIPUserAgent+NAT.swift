@@ -67,25 +67,20 @@ extension SIPUserAgent {
         else {
             return false
         }
-        switch registration.natWatch.handle(seen: flow.sharedSocket?.observedMapping) {
-        case .nothing:
-            return false
-        case .disagreement(let registered, let seen):
-            logger.notice(
-                "sip.nat-mapping-disagrees",
-                metadata: [
-                    "registered": "\(LogText.escaped(registered, limit: 64))",
-                    "seen": "\(LogText.escaped(seen, limit: 64))",
-                ])
-            return false
-        case .registerAgain(let registered, let seen):
-            logger.notice(
-                "sip.nat-mapping-changed",
-                metadata: [
-                    "registered": "\(LogText.escaped(registered, limit: 64))",
-                    "seen": "\(LogText.escaped(seen, limit: 64))",
-                ])
+        let (message, registered, seen): (Logger.Message, String, String)
+        let decision = registration.natWatch.handle(seen: flow.sharedSocket?.observedMapping)
+        switch decision {
+        case .nothing: return false
+        case .disagreement(let was, let now): (message, registered, seen) = ("sip.nat-mapping-disagrees", was, now)
+        case .registerAgain(let was, let now): (message, registered, seen) = ("sip.nat-mapping-changed", was, now)
         }
+        logger.notice(
+            message,
+            metadata: [
+                "registered": "\(LogText.escaped(registered, limit: 64))",
+                "seen": "\(LogText.escaped(seen, limit: 64))",
+            ])
+        guard case .registerAgain = decision else { return false }
         let rebound = clock.now
         do {
             try await register(path: path)
