@@ -34,6 +34,13 @@ extension ResilienceManager {
             }.map(\.id))
     }
 
+    /// A service was added or removed: while suspended, what sleeps and what is held follow.
+    func servicesChangedWhileSuspended() async {
+        guard rules.appState == .suspended else { return }
+        await updateSleep()
+        await submitAcrossSuspension([], trigger: nil)
+    }
+
     /// Submits `actions` across the executor's suspension hold and reports what changed.
     func submitAcrossSuspension(_ actions: [PlannedAction], trigger: Trigger?) async {
         let suspended = rules.appState == .suspended

@@ -260,10 +260,7 @@ public actor ResilienceManager: Service {
         services[service.id] = service
         await scheduler.setExpiry(service.expires, for: service.id)
         await scheduler.setFlowPingInterval(service.flowPingInterval, for: service.id)
-        if rules.appState == .suspended {
-            await updateSleep()
-            await submitAcrossSuspension([], trigger: nil)
-        }
+        await servicesChangedWhileSuspended()
     }
 
     /// Stops tracking a service.
@@ -271,10 +268,7 @@ public actor ResilienceManager: Service {
         services.removeValue(forKey: id)
         latestSuccesses.forget(id)
         await scheduler.remove(id)
-        if rules.appState == .suspended {
-            await updateSleep()
-            await submitAcrossSuspension([], trigger: nil)
-        }
+        await servicesChangedWhileSuspended()
     }
 
     /// Replaces a service's state: a new expiry re-arms its refresh, a new flow-ping interval its
