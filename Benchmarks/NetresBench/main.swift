@@ -12,6 +12,8 @@
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
+//   netres-bench pjsip [changes]                    pjsua2 alone, told, and with netres: address change → binding, re-INVITE (root)
+//   netres-bench ctl [runs] [pushes]                netres-ctl vs netres ctl start; push over a session → REGISTER (root)
 import Foundation
 import ResilienceDaemon
 
@@ -67,6 +69,15 @@ do {
             default: throw BenchError("unknown amnesia option \(option)")
             }
         }
+        try await benchmark.run()
+    case "pjsip":
+        var benchmark = PJSIPBenchmark()
+        benchmark.changes = max(1, min(arguments.dropFirst().first.flatMap { Int($0) } ?? 5, 50))
+        try await benchmark.run()
+    case "ctl":
+        var benchmark = ControlClientBenchmark()
+        benchmark.runs = max(5, min(arguments.dropFirst().first.flatMap { Int($0) } ?? 50, 1000))
+        benchmark.pushes = max(1, min(arguments.dropFirst(2).first.flatMap { Int($0) } ?? 20, 200))
         try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
