@@ -36,7 +36,10 @@ struct PJSIPAdapterTests {
                 f.registrar.requests().filter { $0.kind == "REGISTER" && $0.user == PJSIPCallLab.user }.count
                     > registers.count
             }
-            #expect(registered, "no REGISTER after the flap: \(f.tail(f.adapterLog))")
+            #expect(
+                registered,
+                "no REGISTER after the flap: \(f.tail(f.adapterLog, limit: 4000)); netres: \(f.tail(f.netresLog, limit: 6000))"
+            )
             let refreshed = await eventually(within: .seconds(20)) { f.reinvite(to: new, since: mark) != nil }
             #expect(refreshed, "no re-INVITE after the flap: \(f.bob.diagnostics()); \(f.tail(f.adapterLog))")
             #expect(f.bob.messages().filter { $0.method == "BYE" }.isEmpty, "the call ended: \(f.bob.diagnostics())")

@@ -107,6 +107,7 @@ class NetresAdapter:
         # re-INVITE is answered, then that answer (result, reason) until netres's action takes it.
         self.after_ip_change = {}
         self.ip_change_started = 0.0
+        self.ip_change_trigger = None
         self.next_call = 0
         self.welcomed = False
 
@@ -169,6 +170,8 @@ class NetresAdapter:
         account = self.accounts.get(name)
         if account is None:
             return self.outcome(pid, "failed", "no account %s" % name)
+        # Whether PJSIP's own IP-change handling sends (or sent) this action's request.
+        by_ip_change = self.announced(name if what == "registration" else service, message["trigger"])
         if what == "registration":
             if action == "close-stale-transports":
                 if any(state == "expected" for state in self.after_ip_change.values()):
@@ -182,9 +185,10 @@ class NetresAdapter:
                 for key in list(self.accounts) + list(self.calls):
                     self.after_ip_change[key] = "expected"
                 self.ip_change_started = time.monotonic()
+                self.ip_change_trigger = message["trigger"]
                 self.ep.handleIpChange(param)
                 return self.outcome(pid, "succeeded")
-            if action == "register" and self.announced(name):
+            if action == "register" and by_ip_change:
                 return self.wait_registration(pid, name)
             if action in ("register", "refresh-registration"):
                 account.setRegistration(True)
@@ -197,7 +201,7 @@ class NetresAdapter:
         if call is None:
             return self.outcome(pid, "failed", "no call %s" % service)
         if action == "reinvite-call":
-            if not self.announced(service):
+            if not by_ip_change:
                 param = pj.CallOpParam(True)
                 param.opt.flag = pj.PJSUA_CALL_UPDATE_CONTACT | pj.PJSUA_CALL_UPDATE_VIA
                 call.reinvite(param)
@@ -212,12 +216,13 @@ class NetresAdapter:
             return self.wait_invite(pid, service)
         return self.outcome(pid, "skipped", "%s: nothing to do for a call" % action)
 
-    def announced(self, key):
-        """Whether the last IP change will register (or re-INVITE) `key` itself, or did: what it
-        announced counts for 10 s, after which netres's action sends its own request."""
+    def announced(self, key, trigger):
+        """Whether the last IP change will register (or re-INVITE) `key` itself, or did. It counts
+        only for the actions of the same trigger (a later flap's actions send their own
+        requests) and for 10 s."""
         if self.after_ip_change.get(key) is None:
             return False
-        if time.monotonic() - self.ip_change_started < 10:
+        if trigger == self.ip_change_trigger and time.monotonic() - self.ip_change_started < 10:
             return True
         del self.after_ip_change[key]
         return False
