@@ -44,6 +44,11 @@ class Session:
     def send(self, message):
         self.sock.sendall(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
+    def has_line(self):
+        """Whether a whole message is already read (a caller that select()s on the socket must
+        take these first: the socket is not readable for what is buffered here)."""
+        return b"\n" in self.buffer
+
     def receive(self):
         """The next message from netres, or None when the connection ended."""
         while b"\n" not in self.buffer:

@@ -129,7 +129,8 @@ class NetresAdapter:
     def poll(self, timeout_ms=2):
         """Handles what netres sent, then PJSIP's events for up to `timeout_ms`."""
         if self.session:
-            while select.select([self.session.sock], [], [], 0)[0]:
+            # Lines already read into the session's buffer first: select() sees only the socket.
+            while self.session.has_line() or select.select([self.session.sock], [], [], 0)[0]:
                 message = self.session.receive()
                 if message is None:
                     raise SystemExit("netres closed the connection")
