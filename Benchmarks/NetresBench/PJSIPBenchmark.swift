@@ -49,7 +49,9 @@ struct PJSIPBenchmark {
             ([
                 "| address change (ms) → | new binding p50 | max | ratio | far end's 200 to the re-INVITE p50 | max | ratio |",
                 "|---|---|---|---|---|---|---|",
-            ] + rows + ["", "Registrar round trip (OPTIONS, phone → Kamailio): p50 \(format1(rtt.p50 / 1000)) ms."])
+            ] + rows + [
+                "", "Registrar round trip (OPTIONS, phone → Kamailio): p50 \(format1(rtt.p50)) µs, the ratios' unit.",
+            ])
             .joined(separator: "\n"))
     }
 
@@ -90,7 +92,6 @@ struct PJSIPBenchmark {
         var bindings: [Duration?] = []
         var reinvites: [Duration?] = []
         for _ in 0..<changes {
-            let mark = bob.messages().count
             let changedAt = realtime()
             try await lab.inject(.addressChange(wifi, .makeBeforeBreak))
             if way == .told { kill(pid, SIGUSR1) }
@@ -103,7 +104,7 @@ struct PJSIPBenchmark {
                     ?? registrar.requests().first {
                         $0.kind == "REGISTERED" && $0.at >= changedAt && $0.contact.contains("@\(new):")
                     }?.at
-                answered = answered ?? Self.reinviteAnswered(bob, since: mark, address: new)
+                answered = answered ?? Self.reinviteAnswered(registrar, since: changedAt, address: new)
                 return bound != nil && answered != nil
             }
             bindings.append(bound.map { .microseconds(Int64(($0 - changedAt) * 1e6)) })
@@ -113,13 +114,15 @@ struct PJSIPBenchmark {
         return (bindings, reinvites, rtt)
     }
 
-    /// When bob sent his 200 to a re-INVITE with `address` in its Contact, after his first `since` messages.
-    static func reinviteAnswered(_ bob: LabBaresip, since: Int, address: String) -> Double? {
-        let later = bob.messages().dropFirst(since)
-        for request in later where !request.sent && request.method == "INVITE" {
-            guard request.header("Contact")?.contains("@\(address):") == true else { continue }
-            let answer = later.first {
-                $0.sent && $0.status == 200 && $0.header("CSeq") == request.header("CSeq")
+    /// When the proxy relayed the far end's 200 to a re-INVITE that alice sent from `address`
+    /// after `since` (the registrar's request log: the INVITE's source and CSeq, the 200's time).
+    static func reinviteAnswered(_ registrar: LabRegistrar, since: Double, address: String) -> Double? {
+        let requests = registrar.requests()
+        for invite in requests where invite.kind == "INVITE" && invite.at >= since {
+            guard invite.fields["src"]?.hasPrefix("\(address):") == true else { continue }
+            let answer = requests.first {
+                $0.kind == "REPLY200" && $0.fields["method"] == "INVITE" && $0.fields["cseq"] == invite.fields["cseq"]
+                    && $0.fields["callid"] == invite.fields["callid"] && $0.at >= invite.at
             }
             if let answer { return answer.at }
         }

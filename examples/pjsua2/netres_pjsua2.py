@@ -49,6 +49,9 @@ import pjsua2 as pj
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from netres_client import Session  # noqa: E402  (the protocol client beside this folder)
 
+# How long a change must stand before PJSIP's IP-change cycle starts (see perform()).
+SETTLE = 0.003
+
 ACTIONS = ["close-stale-transports", "register", "refresh-registration", "unregister", "reinvite-call",
            "hold-call", "resume-call"]
 
@@ -108,6 +111,8 @@ class NetresAdapter:
         self.after_ip_change = {}
         self.ip_change_started = 0.0
         self.ip_change_trigger = None
+        self.ip_change_addresses = None
+        self.ip_change_owed = False
         self.next_call = 0
         self.welcomed = False
 
@@ -127,7 +132,8 @@ class NetresAdapter:
         report("welcome", services=welcome.get("services", []))
 
     def poll(self, timeout_ms=2):
-        """Handles what netres sent, then PJSIP's events for up to `timeout_ms`."""
+        """Handles what netres sent, then PJSIP's events for up to `timeout_ms` (1 ms while an
+        IP change is owed, so it starts once settled)."""
         if self.session:
             # Lines already read into the session's buffer first: select() sees only the socket.
             while self.session.has_line() or select.select([self.session.sock], [], [], 0)[0]:
@@ -135,7 +141,8 @@ class NetresAdapter:
                 if message is None:
                     raise SystemExit("netres closed the connection")
                 self.handle(message)
-        self.ep.libHandleEvents(timeout_ms)
+        self.start_ip_change()
+        self.ep.libHandleEvents(1 if self.ip_change_owed else timeout_ms)
 
     @staticmethod
     def registration(name):
@@ -175,19 +182,22 @@ class NetresAdapter:
         by_ip_change = self.announced(name if what == "registration" else service, message["trigger"])
         if what == "registration":
             if action == "close-stale-transports":
-                if any(state == "expected" for state in self.after_ip_change.values()):
+                addresses = sorted(message.get("path", {}).get("addresses", []))
+                if self.ip_change_addresses == addresses and by_ip_change:
                     return self.outcome(pid, "succeeded")  # one IP change serves every account
-                param = pj.IpChangeParam()
-                param.restartListener = True
-                param.shutdownTransport = True
                 # PJSIP now registers each account's new Contact and re-INVITEs its calls
                 # (AccountIpChangeConfig): the register and reinvite-call actions that follow
-                # wait for those instead of sending their own.
+                # wait for those instead of sending their own. It starts once no newer change
+                # came for SETTLE seconds: a make-before-break change is two transitions a
+                # millisecond apart (the new address added, the old one removed), and PJSIP's
+                # cycle at the first would register from the address about to vanish. A change
+                # while one runs starts another once PJSIP lets it.
                 for key in list(self.accounts) + list(self.calls):
                     self.after_ip_change[key] = "expected"
                 self.ip_change_started = time.monotonic()
                 self.ip_change_trigger = message["trigger"]
-                self.ep.handleIpChange(param)
+                self.ip_change_addresses = addresses
+                self.ip_change_owed = True
                 return self.outcome(pid, "succeeded")
             if action == "register" and by_ip_change:
                 return self.wait_registration(pid, name)
@@ -216,6 +226,21 @@ class NetresAdapter:
             call.reinvite(param)
             return self.wait_invite(pid, service)
         return self.outcome(pid, "skipped", "%s: nothing to do for a call" % action)
+
+    def start_ip_change(self):
+        """Calls Endpoint.handleIpChange() if one is owed and settled; PJSIP refuses a second
+        while the first runs, so poll() tries again until it takes it."""
+        if not self.ip_change_owed or time.monotonic() - self.ip_change_started < SETTLE:
+            return
+        param = pj.IpChangeParam()
+        param.restartListener = True
+        param.shutdownTransport = True
+        try:
+            self.ep.handleIpChange(param)
+            self.ip_change_owed = False
+            report("ip-change")
+        except pj.Error:
+            pass
 
     def announced(self, key, trigger):
         """Whether the last IP change will register (or re-INVITE) `key` itself, or did. It counts
