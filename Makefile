@@ -59,7 +59,7 @@ lint:
 bench: deps-test
 	$(SWIFT) build -c release --product netres
 	$(SWIFT) build -c release --product netres-bench
-	$(SWIFT) build -c release --product netres-ctl
+	$(SWIFT) build -c release --product netres-ctl --static-swift-stdlib
 	.build/release/netres-bench $(ARGS)
 
 fuzz: deps-run
@@ -68,7 +68,7 @@ fuzz: deps-run
 install: deps-install
 	$(SWIFT) build -c release --product netres
 	install -D -m 0755 .build/release/netres $(DESTDIR)$(PREFIX)/bin/netres
-	$(SWIFT) build -c release --product netres-ctl
+	$(SWIFT) build -c release --product netres-ctl --static-swift-stdlib
 	install -D -m 0755 .build/release/netres-ctl $(DESTDIR)$(PREFIX)/bin/netres-ctl
 	$(MAKE) install-unit
 	$(MAKE) install-docs-from NETRES=.build/release/netres

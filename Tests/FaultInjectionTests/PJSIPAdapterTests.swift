@@ -64,4 +64,24 @@ struct PJSIPAdapterTests {
             #expect(f.reports("perform").isEmpty)
         }
     }
+
+    /// A carrier flap shorter than the policy's hold-down (2 s) is decided as nothing, so nothing
+    /// reaches PJSIP: no IP-change cycle, no REGISTER, no re-INVITE (an outside detector that
+    /// calls `handleIpChange()` on every link event would run the whole cycle). An admin-down
+    /// counts at once (the interface was taken down on purpose), so the flap is a carrier loss.
+    @Test func aFlapWithinTheHoldDownReachesPJSIPNotAtAll() async throws {
+        try await withNetworkLab { lab in
+            let f = try await PJSIPCallLab(lab, netres: true, holdDownZero: false)
+            let registers = f.registrar.requests().filter { $0.kind == "REGISTER" }.count
+            let mark = f.bob.messages().count
+            try await lab.inject(.carrierLoss(f.wifi, for: .milliseconds(300)))
+            let coalesced = await eventually(within: .seconds(20)) {
+                f.tail(f.netresLog, limit: 20_000).contains("flap")
+            }
+            #expect(coalesced, "netres: \(f.tail(f.netresLog))")
+            #expect(f.reports("perform").isEmpty, "\(f.tail(f.adapterLog))")
+            #expect(f.registrar.requests().filter { $0.kind == "REGISTER" }.count == registers)
+            #expect(PhoneCallLab.answeredReinvite(f.bob, since: mark) == nil)
+        }
+    }
 }

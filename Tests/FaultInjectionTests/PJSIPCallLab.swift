@@ -35,9 +35,10 @@ struct PJSIPCallLab {
     var adapterLog: String { lab.directory + "/pjsua2.log" }
     var netresLog: String { lab.directory + "/netres.log" }
 
-    /// Builds the lab and starts netres (when `netres`) and the pjsua2 phone, which registers and
-    /// calls bob; returns once the call is up (bob has the ACK of his 200).
-    init(_ lab: NetworkLab, netres: Bool) async throws {
+    /// Builds the lab and starts netres (when `netres`; with the policy's hold-down unless
+    /// `holdDownZero`) and the pjsua2 phone, which registers and calls bob; returns once the call
+    /// is up (bob has the ACK of his 200).
+    init(_ lab: NetworkLab, netres: Bool, holdDownZero: Bool = true) async throws {
         self.lab = lab
         phone = try await lab.addHost("phone")
         server = try await lab.addHost("server")
@@ -56,7 +57,7 @@ struct PJSIPCallLab {
             try """
             control-socket: \(socket)
             interfaces: [wifi]
-            hold-down: 0
+            \(holdDownZero ? "hold-down: 0" : "")
             accounts: []
 
             """.write(toFile: lab.directory + "/netres.yaml", atomically: true, encoding: .utf8)
