@@ -27,7 +27,7 @@ struct PJSIPBenchmark {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../..").standardized.path
     static let python = root + "/.build/pjsua2-venv/bin/python"
-    static let adapter = root + "/examples/pjsua2/netres_pjsua2.py"
+    static let phone = root + "/examples/pjsua2/headless_phone.py"
 
     func run() async throws {
         guard FileManager.default.isExecutableFile(atPath: Self.python) else {
@@ -66,7 +66,7 @@ struct PJSIPBenchmark {
         let bob = try await lab.startBaresip(
             in: far, user: "bob", registrar: registrar, address: await lab.addresses(of: lan).ipv4, autoAnswer: true)
         var command = [
-            Self.python, Self.adapter, "--registrar", registrar.address, "--user", "alice", "--password",
+            Self.python, Self.phone, "--registrar", registrar.address, "--user", "alice", "--password",
             "secret-alice", "--call", "sip:bob@\(registrar.address)",
         ]
         if way == .told { command.append("--ip-change-on-signal") }

@@ -16,7 +16,7 @@ struct PJSIPCallLab {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../..").standardized.path
     static let python = root + "/.build/pjsua2-venv/bin/python"
-    static let adapter = root + "/examples/pjsua2/netres_pjsua2.py"
+    static let phone = root + "/examples/pjsua2/headless_phone.py"
     static let user = "alice"
 
     /// Whether pjsua2, Kamailio and baresip are here to run the suite.
@@ -50,7 +50,7 @@ struct PJSIPCallLab {
             in: far, user: "bob", registrar: registrar, address: await lab.addresses(of: lan).ipv4, port: 5060,
             controlPort: 4444, autoAnswer: true)
         var phoneCommand = [
-            Self.python, Self.adapter, "--registrar", registrar.address, "--user", Self.user, "--password",
+            Self.python, Self.phone, "--registrar", registrar.address, "--user", Self.user, "--password",
             "secret-\(Self.user)", "--call", "sip:bob@\(registrar.address)",
         ]
         if netres {
