@@ -8,7 +8,8 @@ extension ResilienceCommand.Ctl {
         static let configuration = CommandConfiguration(
             abstract: "Stream the daemon's transitions, app-state changes, decisions and outcomes as JSON lines.",
             discussion: """
-                Each line is one event of the daemon's JSON log with "type":"event" first. A reader that \
+                The first line is the daemon's welcome ({"type":"welcome",...}, sent once subscribed); each \
+                line after it is one event of the daemon's JSON log with "type":"event" first. A reader that \
                 falls more than 1024 lines behind loses lines instead of slowing the daemon: a line \
                 {"type":"dropped","count":N} stands where they were. The small netres-ctl program prints \
                 the same with `netres-ctl events`, and any client gets it on the control socket by sending \
