@@ -138,7 +138,7 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         // `netres-ctl`: the control-socket client alone, linking no Foundation, so it starts in a
-        // millisecond (a push handler runs it per push); `netres ctl` is the same with help texts.
+        // few milliseconds (a push handler runs it per push); `netres ctl` is the same with help texts.
         .executableTarget(name: "NetresCtl", swiftSettings: strictSettings),
         .executableTarget(
             name: "NetresBench",
