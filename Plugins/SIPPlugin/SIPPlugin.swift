@@ -261,10 +261,8 @@ public final class SIPPlugin: ResiliencePlugin {
             case .holdCall: try await agent.hold(call, reason: .interruption, path: context.path)
             case .resumeCall:
                 // A resume on the path's return is a recovery too: an outage over budget ends it.
-                let outlived = try await agent.endIfOutlivedBudget(
-                    call, loss: context.lastPathLoss, path: context.path, budget: budget)
-                if outlived { return }
-                try await agent.resume(call, reason: .interruption, path: context.path)
+                let survival = SurvivalCheck(loss: context.lastPathLoss, budget: budget ?? agent.callSurvivalBudget)
+                try await agent.resume(call, reason: .interruption, path: context.path, survival: survival)
             case .reinviteCall:
                 try await agent.reinvite(call, path: context.path, after: context.lastPathLoss, budget: budget)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")

@@ -1,6 +1,7 @@
 /// Every call state of one agent in one value: the calls not yet ended, the CANCELs of calls
-/// hung up while ringing out, the BYEs of calls hung up while the path was gone, and the tasks
-/// parked until a call changes. ``SIPUserAgent`` holds exactly one; it does the I/O.
+/// hung up while ringing out, the BYEs of calls hung up while the path was gone, the outcomes of
+/// the exchanges the app and the policy wait for, and the numbers of the flows calls use.
+/// ``SIPUserAgent`` holds exactly one; it does the I/O.
 ///
 /// Invariants:
 /// - ``subscript(_:)`` lists only calls not yet ended: ``remove(_:)`` takes a call out when it
@@ -10,19 +11,23 @@
 ///   once, and ``inviteFinished(_:)`` forgets it.
 /// - At most ``deferredByeLimit`` BYEs wait; one more drops the oldest (returned, to be logged);
 ///   ``takeDeferredByes()`` hands each out once.
-/// - Waiter tokens are never reused (64-bit wrap aside); each waiter is handed back (to be
-///   resumed) at most once: by ``removeWaiter(_:)`` or ``callChanged(_:)``.
+/// - Exchange ids and flow numbers are never reused; each exchange's outcome goes to its waiter
+///   exactly once (kept until the waiter comes, at most ``keptLimit`` of them); a flow number
+///   names one flow object, and a flow gone is never numbered again.
 struct CallTable {
-    /// A task parked until its call changes: it resumes with the function it left.
-    typealias Waiter = (call: CallID, resume: @Sendable () -> Void)
-
     static let deferredByeLimit = 64
+    /// The most outcomes (and final responses) kept for waiters not there yet.
+    static let keptLimit = 256
 
     private var live: [CallID: SIPCall] = [:]
     private var cancelling: [CallID: PendingCancel] = [:]
     private var deferredByes: [(call: SIPCall, dialog: Dialog)] = []
-    private var waiters: [UInt64: Waiter] = [:]
-    private var lastWaiterToken: UInt64 = 0
+    private var lastExchange: UInt64 = 0
+    private var outcomes: [ExchangeID: ExchangeOutcome] = [:]
+    private var waiters: [ExchangeID: CheckedContinuation<ExchangeOutcome, Never>] = [:]
+    private var responses: [ExchangeID: SIPMessage] = [:]
+    private var lastFlow: UInt64 = 0
+    private var flowNumbers: [ObjectIdentifier: (flow: WeakFlow, number: FlowNumber)] = [:]
 
     // MARK: Calls
 
@@ -82,25 +87,74 @@ struct CallTable {
         return deferredByes
     }
 
-    // MARK: Tasks waiting for a call to change
+    // MARK: Exchanges the app and the policy wait for
 
-    /// A token for the next waiter; never one given before.
-    mutating func newWaiterToken() -> UInt64 {
-        lastWaiterToken &+= 1
-        return lastWaiterToken
+    /// A new exchange id; never one given before.
+    mutating func newExchange() -> ExchangeID {
+        lastExchange &+= 1
+        return ExchangeID(rawValue: lastExchange)
     }
 
-    /// Parks a waiter of call `call` under `token` (from ``newWaiterToken()``).
-    mutating func park(_ token: UInt64, call: CallID, resume: @escaping @Sendable () -> Void) {
-        waiters[token] = (call, resume)
+    /// Exchange `id` is over: its waiter goes on (or finds the outcome when it comes).
+    mutating func complete(_ id: ExchangeID, _ outcome: ExchangeOutcome) {
+        if let waiter = waiters.removeValue(forKey: id) {
+            waiter.resume(returning: outcome)
+            return
+        }
+        if outcomes.count >= Self.keptLimit, let oldest = outcomes.keys.min() { outcomes[oldest] = nil }
+        outcomes[id] = outcome
     }
 
-    /// The waiter under `token`, taken out; nil when it was resumed already.
-    mutating func removeWaiter(_ token: UInt64) -> Waiter? { waiters.removeValue(forKey: token) }
+    /// The outcome of exchange `id` when it is over already (taken out).
+    mutating func takeOutcome(_ id: ExchangeID) -> ExchangeOutcome? { outcomes.removeValue(forKey: id) }
 
-    /// Call `id` changed: its waiters, taken out, to be resumed.
-    mutating func callChanged(_ id: CallID) -> [Waiter] {
-        let tokens = waiters.filter { $0.value.call == id }.keys
-        return tokens.compactMap { waiters.removeValue(forKey: $0) }
+    /// Parks the waiter of exchange `id` (whose outcome is not there yet).
+    mutating func wait(for id: ExchangeID, _ waiter: CheckedContinuation<ExchangeOutcome, Never>) {
+        waiters[id] = waiter
     }
+
+    /// Notes the last final response of exchange `id` (what its failure quotes).
+    mutating func note(_ response: SIPMessage, of id: ExchangeID) {
+        if responses[id] == nil, responses.count >= Self.keptLimit, let oldest = responses.keys.min() {
+            responses[oldest] = nil
+        }
+        responses[id] = response
+    }
+
+    /// The last final response of exchange `id` (taken out).
+    mutating func takeResponse(of id: ExchangeID) -> SIPMessage? { responses.removeValue(forKey: id) }
+
+    /// The last final response of exchange `id`.
+    func response(of id: ExchangeID) -> SIPMessage? { responses[id] }
+
+    // MARK: Flow numbers
+
+    /// The number of `flow`: the one it was given, else a new one (forgetting flows gone).
+    mutating func number(of flow: SIPTransport) -> FlowNumber {
+        let key = ObjectIdentifier(flow)
+        if let known = flowNumbers[key], known.flow.flow === flow { return known.number }
+        flowNumbers = flowNumbers.filter { $0.value.flow.flow != nil }
+        lastFlow &+= 1
+        let number = FlowNumber(rawValue: lastFlow)
+        flowNumbers[key] = (WeakFlow(flow: flow), number)
+        return number
+    }
+}
+
+/// A flow held weakly: one that went is numbered no more.
+struct WeakFlow {
+    weak var flow: SIPTransport?
+}
+
+/// An outgoing call hung up while ringing out, whose INVITE transaction still runs: the CANCEL
+/// waits for a provisional response (RFC 3261 §9.1 forbids it before one), and a 2xx that
+/// crosses the CANCEL is ACKed and ended with BYE (§15: the dialog it made must not linger).
+///
+/// Invariant: `sent` turns true once and the CANCEL goes out exactly then (``CallTable``).
+struct PendingCancel {
+    let invite: SIPMessage
+    /// Weak: the INVITE's transaction (``SIPUserAgent/runInvite(_:call:exchange:attempt:over:)``) holds its flow
+    /// as long as the entry lives; a flow gone meanwhile has nothing to CANCEL over.
+    weak var flow: SIPTransport?
+    var sent: Bool
 }
