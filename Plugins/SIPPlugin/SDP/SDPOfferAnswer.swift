@@ -1,6 +1,6 @@
 /// RFC 3264 offer/answer for one session, as a value: the local descriptions it writes and the
 /// remote one in force. No I/O. Which offer is outstanding (the one offer/answer slot of §4,
-/// glare included) is the call's: ``CallMachine`` holds the offer in flight and hands it back
+/// glare included) is the call's: its state machine holds the offer in flight and hands it back
 /// here with its answer.
 ///
 /// Invariants:
@@ -9,7 +9,7 @@
 ///   of the new SDP MUST be identical to that in the previous SDP, except that the version in
 ///   the origin field MUST increment by one"; a recovery's re-offer of the same media too, so a
 ///   far end that skips unchanged versions still re-latches) and with an answer that differs
-///   from the last description we sent; it never goes back, even after ``rollback()``.
+///   from the last description we sent; it never goes back, even after a refused offer.
 /// - Hold is per RFC 3264 §8.4: we stop receiving, so `sendrecv` becomes `sendonly`, and
 ///   `recvonly` (the far end already holds us) becomes `inactive`; `c=` always carries the real
 ///   address, never `0.0.0.0`.
