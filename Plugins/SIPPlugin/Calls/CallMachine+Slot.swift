@@ -147,4 +147,21 @@ extension CallMachine {
         slotWaitDeadline = next
         return [next.map { .arm(.offerSlotWait, at: $0) } ?? .disarm(.offerSlotWait)]
     }
+
+    /// Ends `exchange` with `failure`: a hold or resume takes its reason back (RFC 6141: the
+    /// old session stays), a failed placing ends the call.
+    mutating func fail(_ exchange: OfferExchange, _ failure: ExchangeFailure, at now: ContinuousClock.Instant)
+        -> [CallAction]
+    {
+        if ours?.id == exchange.id { ours = nil }
+        switch exchange.purpose {
+        case .hold(let reason): holdReasons.remove(reason)
+        case .resume(let reason): holdReasons.insert(reason)
+        case .place:
+            let (trigger, reason) = failure.endOfPlacing
+            return finish(trigger: trigger, reason: reason) + [.completed(exchange.id, .failed(failure))]
+        case .reoffer, .recovery: break
+        }
+        return [.completed(exchange.id, .failed(failure))] + slotFreed(at: now)
+    }
 }

@@ -195,13 +195,3 @@ struct CallMachine: Hashable, Sendable {
         return [end] + open.map { .completed($0.id, .failed(.callEnded)) }
     }
 }
-
-extension SIPMessage {
-    /// Whether the far end lists `replaces` in `Supported` or `Allow` (RFC 3891 §4: a UA that
-    /// supports Replaces says so in `Supported`; some list it in `Allow`).
-    var offersReplaces: Bool {
-        (headers.listValues("Supported") + headers.listValues("Allow")).contains {
-            $0.trimmingSIPWhitespace().lowercased() == "replaces"
-        }
-    }
-}

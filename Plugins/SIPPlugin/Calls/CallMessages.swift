@@ -83,6 +83,16 @@ extension SIPMessage {
     }
 }
 
+extension SIPMessage {
+    /// Whether the far end lists `replaces` in `Supported` or `Allow` (RFC 3891 §4: a UA that
+    /// supports Replaces says so in `Supported`; some list it in `Allow`).
+    var offersReplaces: Bool {
+        (headers.listValues("Supported") + headers.listValues("Allow")).contains {
+            $0.trimmingSIPWhitespace().lowercased() == "replaces"
+        }
+    }
+}
+
 extension OfferResponse {
     /// What the final response `final` to our offer (status 200–699) is to the call: a 2xx's
     /// answer read, a challenge checked for a Digest we can answer, any other status.
