@@ -6,11 +6,12 @@ public import ResilienceCore
 /// otherwise keep the call until its own timers end it).
 ///
 /// Invariants of the deferred BYEs (kept in ``CallTable``): at most
-/// ``CallTable/deferredByeLimit`` wait (the oldest is dropped, logged); each is tried once, on the first satisfied path after the hang-up; the dialog left
-/// the table with the call, so nothing else can use it meanwhile.
+/// ``CallTable/deferredByeLimit`` wait (the oldest is dropped, logged); each is tried once, on
+/// the first satisfied path after the hang-up; the dialog left the table with the call, so
+/// nothing else can use it meanwhile.
 extension SIPUserAgent {
     /// Ends a call: BYE when confirmed, CANCEL for one still ringing out (reported ended at
-    /// once; ``placeCall(to:media:path:)`` then throws with the INVITE's 487), a final 603 for
+    /// once; ``placeCall(to:media:path:)`` then throws: the call ended), a final 603 for
     /// an incoming one not yet answered. Without a network a confirmed call ends at once and its
     /// BYE goes when the path returns (`SIPPlugin.pathChanged(_:)`); a ringing one throws.
     public func hangUp(_ id: CallID, path: NetworkPath) async throws {
