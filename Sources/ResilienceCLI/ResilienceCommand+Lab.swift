@@ -7,6 +7,12 @@ extension ResilienceCommand {
     struct Lab: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a command behind scripted network faults in throw-away namespaces (root).",
+            discussion: """
+                A scenario's timeline plays link faults (carrier-loss, partition, dead-path: a link that looks \
+                up while nothing crosses it, ...), registrar faults and client steps; `netres lab run --help` \
+                lists them. What a lab makes (namespaces with their links and rules, processes, its folder) \
+                goes at its end, also after a killed run (`netres lab gc`).
+                """,
             subcommands: [LabRun.self, LabCheck.self, LabGC.self]
         )
     }

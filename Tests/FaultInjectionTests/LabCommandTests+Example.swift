@@ -55,5 +55,10 @@ extension LabCommandTests {
         #expect(
             register.map { $0 < restoring } == true, "REGISTER over cellular during the loss: \(output.suffix(3000))")
         #expect(bound.map { $0 < restoring } == true, "bound over cellular during the loss: \(output.suffix(3000))")
+        // The whole example stays valid (its dead-path step among them), and the help names that fault.
+        let (valid, checked) = try await netres(["lab", "check", Self.exampleScenario])
+        #expect(valid == 0, "\(checked)")
+        let (_, help) = try await netres(["lab", "--help"])
+        #expect(help.contains("dead-path"), "\(help)")
     }
 }
