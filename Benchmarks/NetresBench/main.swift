@@ -12,6 +12,7 @@
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
+//   netres-bench background-restart [after=S]       a registrar's restart in the background, UDP vs TCP (root)
 import Foundation
 import ResilienceDaemon
 
@@ -68,6 +69,15 @@ do {
             }
         }
         try await benchmark.run()
+    case "background-restart":
+        var benchmark = BackgroundRestartBenchmark()
+        for option in arguments.dropFirst() {
+            guard option.hasPrefix("after="), let value = Int(option.dropFirst(6)) else {
+                throw BenchError("unknown background-restart option \(option)")
+            }
+            benchmark.after = min(max(value, 0), 590)
+        }
+        try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -87,6 +97,7 @@ do {
                 + " | push [calls] [idle-seconds]"
                 + " | nat [minutes] [rebindings]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"
+                + " | background-restart [after=S]"
         )
         exit(64)
     }
