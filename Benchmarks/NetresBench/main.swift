@@ -12,6 +12,7 @@
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
+//   netres-bench background-restart [after=S]       a registrar's restart in the background, UDP vs TCP (root)
 //   netres-bench pjsip [changes]                    pjsua2 alone, told, and with netres: address change → binding, re-INVITE (root)
 //   netres-bench ctl [runs] [pushes]                netres-ctl vs netres ctl start; push over a session → REGISTER (root)
 import Foundation
@@ -70,6 +71,15 @@ do {
             }
         }
         try await benchmark.run()
+    case "background-restart":
+        var benchmark = BackgroundRestartBenchmark()
+        for option in arguments.dropFirst() {
+            guard option.hasPrefix("after="), let value = Int(option.dropFirst(6)) else {
+                throw BenchError("unknown background-restart option \(option)")
+            }
+            benchmark.after = min(max(value, 0), 590)
+        }
+        try await benchmark.run()
     case "pjsip":
         var benchmark = PJSIPBenchmark()
         benchmark.changes = max(1, min(arguments.dropFirst().first.flatMap { Int($0) } ?? 5, 50))
@@ -98,6 +108,7 @@ do {
                 + " | push [calls] [idle-seconds]"
                 + " | nat [minutes] [rebindings]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"
+                + " | background-restart [after=S]"
         )
         exit(64)
     }
