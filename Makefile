@@ -6,7 +6,7 @@
 #               then run each fuzz target for FUZZ_CI_SECONDS (Fuzz/README.md)
 #   make fuzz   run each fuzz target for FUZZ_SECONDS (default 300)
 # Operators:
-#   make install        netres in $(PREFIX)/bin, its systemd unit, its man page and bash/zsh/fish
+#   make install        netres and netres-ctl in $(PREFIX)/bin, its systemd unit, its man page and bash/zsh/fish
 #                       completions, from one release build
 #   make install-docs   only the man page and completions (`man netres` works after it)
 #   make install-unit   only the systemd unit, ExecStart=$(PREFIX)/bin/netres, in $(UNITDIR)
@@ -48,6 +48,7 @@ deps-run:
 
 deps-test:
 	scripts/install-deps.sh test
+	scripts/install-deps.sh pjsua2
 
 build: deps-run
 	$(SWIFT) build
@@ -58,6 +59,7 @@ lint:
 bench: deps-test
 	$(SWIFT) build -c release --product netres
 	$(SWIFT) build -c release --product netres-bench
+	$(SWIFT) build -c release --product netres-ctl --static-swift-stdlib
 	.build/release/netres-bench $(ARGS)
 
 fuzz: deps-run
@@ -66,6 +68,8 @@ fuzz: deps-run
 install: deps-install
 	$(SWIFT) build -c release --product netres
 	install -D -m 0755 .build/release/netres $(DESTDIR)$(PREFIX)/bin/netres
+	$(SWIFT) build -c release --product netres-ctl --static-swift-stdlib
+	install -D -m 0755 .build/release/netres-ctl $(DESTDIR)$(PREFIX)/bin/netres-ctl
 	$(MAKE) install-unit
 	$(MAKE) install-docs-from NETRES=.build/release/netres
 

@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "NetworkLab", targets: ["NetworkLab"]),
         .executable(name: "netres", targets: ["ResilienceCLI"]),
         .executable(name: "netres-bench", targets: ["NetresBench"]),
+        .executable(name: "netres-ctl", targets: ["NetresCtl"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -136,6 +137,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // `netres-ctl`: the control-socket client alone, linking no Foundation, so it starts in a
+        // few milliseconds (a push handler runs it per push); `netres ctl` is the same with help texts.
+        .executableTarget(name: "NetresCtl", swiftSettings: strictSettings),
         .executableTarget(
             name: "NetresBench",
             dependencies: [

@@ -11,19 +11,34 @@
 #                                  space only, no kernel module), linphone-cli (linphonec, the
 #                                  second real phone of LinphoneCallTests)
 #   scripts/install-deps.sh install  what `make install` needs: the run packages plus man-db (`man netres`)
+#   scripts/install-deps.sh pjsua2   PJSIP's Python binding (PyPI pjsua2-python, a manylinux wheel for
+#                                  CPython 3.11) in the virtual environment .build/pjsua2-venv, for the
+#                                  PJSIP adapter's tests and `netres-bench pjsip` (python3-venv first)
 # Packages already installed are left alone; nothing is fetched when everything is present.
 set -euo pipefail
+
+if [ "${1:-}" = pjsua2 ]; then
+    venv="${PJSUA2_VENV:-$(cd "$(dirname "$0")/.." && pwd)/.build/pjsua2-venv}"
+    if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c 'import pjsua2' 2>/dev/null; then exit 0; fi
+    "$0" venv
+    rm -rf "$venv"
+    /usr/bin/python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check pjsua2-python==2.15.1.post1
+    "$venv/bin/python" -c 'import pjsua2'
+    exit 0
+fi
 
 run_packages=(libnl-3-dev libnl-route-3-dev pkg-config)
 test_packages=(iproute2 kmod nftables kamailio kamailio-presence-modules kamailio-utils-modules kamailio-tls-modules
     sip-tester tcpdump procps systemd baresip-core openssl util-linux rtpengine-daemon rtpengine-utils dnsmasq-base
-    conntrack linphone-cli)
+    conntrack linphone-cli python3-venv)
 
 case "${1:-test}" in
     run) wanted=("${run_packages[@]}") ;;
     test) wanted=("${run_packages[@]}" "${test_packages[@]}") ;;
     install) wanted=("${run_packages[@]}" man-db) ;;
-    *) echo "usage: $0 run|test|install" >&2; exit 2 ;;
+    venv) wanted=(python3-venv) ;;
+    *) echo "usage: $0 run|test|install|pjsua2" >&2; exit 2 ;;
 esac
 
 missing=()

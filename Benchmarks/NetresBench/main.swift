@@ -13,6 +13,8 @@
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
 //   netres-bench background-restart [after=S]       a registrar's restart in the background, UDP vs TCP (root)
+//   netres-bench pjsip [changes]                    pjsua2 alone, told, and with netres: address change → binding, re-INVITE (root)
+//   netres-bench ctl [runs] [pushes]                netres-ctl vs netres ctl start; push over a session → REGISTER (root)
 import Foundation
 import ResilienceDaemon
 
@@ -77,6 +79,15 @@ do {
             }
             benchmark.after = min(max(value, 0), 590)
         }
+        try await benchmark.run()
+    case "pjsip":
+        var benchmark = PJSIPBenchmark()
+        benchmark.changes = max(1, min(arguments.dropFirst().first.flatMap { Int($0) } ?? 5, 50))
+        try await benchmark.run()
+    case "ctl":
+        var benchmark = ControlClientBenchmark()
+        benchmark.runs = max(5, min(arguments.dropFirst().first.flatMap { Int($0) } ?? 50, 1000))
+        benchmark.pushes = max(1, min(arguments.dropFirst(2).first.flatMap { Int($0) } ?? 20, 200))
         try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()

@@ -9,6 +9,11 @@ actor OutputWriter {
     }
 }
 
+/// Writes one line to standard output with one `write(2)` (no stdio buffer to flush).
+func printLine(_ line: String) {
+    writeAll(STDOUT_FILENO, line + "\n")
+}
+
 /// Writes a message to standard error.
 func printError(_ message: String) {
     writeAll(STDERR_FILENO, message + "\n")

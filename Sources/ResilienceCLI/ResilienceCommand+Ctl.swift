@@ -10,7 +10,7 @@ extension ResilienceCommand {
             subcommands: [
                 State.self, Status.self, PushToken.self, Push.self, Messages.self, Call.self, Answer.self, Hangup.self,
                 Hold.self, Resume.self,
-                Interruption.self, Calls.self,
+                Interruption.self, Calls.self, Events.self,
             ]
         )
 

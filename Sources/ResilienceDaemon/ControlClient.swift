@@ -8,12 +8,7 @@ public enum ControlClient {
     {
         let fd = try connect(socket: path, timeoutSeconds: timeoutSeconds)
         defer { close(fd) }
-        var request = Array((line + "\n").utf8)[...]
-        while !request.isEmpty {
-            let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard n > 0 else { throw .system("send \(path)") }
-            request = request.dropFirst(n)
-        }
+        try sendLine(line, to: fd, path: path)
         shutdown(fd, Int32(SHUT_WR))
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -27,6 +22,44 @@ public enum ControlClient {
             reply += buffer[..<n]
         }
         return String(decoding: reply, as: UTF8.self)
+    }
+
+    /// Sends one line that opens a session (`events`) and hands each line the daemon sends to
+    /// `each` (without its newline) until the daemon closes or `each` returns false. Keeps its
+    /// side open: the session ends when this returns.
+    /// - Throws: ``DaemonError`` when the socket cannot be reached or a line exceeds 64 KiB.
+    public static func stream(_ line: String, socket path: String, each: (String) -> Bool) throws(DaemonError) {
+        let fd = try connect(socket: path, timeoutSeconds: 10)
+        defer { close(fd) }
+        try sendLine(line, to: fd, path: path)
+        var forever = timeval(tv_sec: 0, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size))
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n == 0 { return }
+            guard n > 0 else {
+                if errno == EINTR { continue }
+                throw .system("reading \(path)")
+            }
+            pending += buffer[..<n]
+            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                guard each(String(decoding: pending[..<newline], as: UTF8.self)) else { return }
+                pending.removeSubrange(...newline)
+            }
+            guard pending.count <= 65536 else { throw DaemonError("a line from \(path) exceeds 64 KiB") }
+        }
+    }
+
+    /// Writes `line` and a newline to `fd`, all of it.
+    private static func sendLine(_ line: String, to fd: Int32, path: String) throws(DaemonError) {
+        var request = Array((line + "\n").utf8)[...]
+        while !request.isEmpty {
+            let n = request.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard n > 0 else { throw .system("send \(path)") }
+            request = request.dropFirst(n)
+        }
     }
 
     /// A connected unix stream socket to `path` with send and receive timeouts; the caller closes it.

@@ -40,7 +40,7 @@ extension ControlServer {
                     }
                     group.addTask {
                         defer { table.remove(id) }
-                        try? await serve(connection.channel, id: id, table: table)
+                        try? await serve(connection, id: id, table: table)
                     }
                 }
             }

@@ -18,6 +18,9 @@ internal import Synchronization
 /// - At most ``Limits/maxConnections`` connections are open: a new one evicts the one idle the
 ///   longest, so `ctl` always gets in (logged once per hundred evictions). A connection that sends nothing for ``Limits/idleTimeout``
 ///   is closed. A line longer than 64 KiB ends the connection.
+/// - A connection whose first line opens a session (``ControlSessionHandler/opens``) stays open
+///   as a ``ControlSession``: no idle timeout, never evicted, at most ``Limits/maxSessions`` at
+///   once (one more is refused with an `error:` line).
 /// - Graceful shutdown stops accepting and cancels open connections.
 public struct ControlServer: Service {
     public typealias Handler = @Sendable (String) async -> String
@@ -26,10 +29,14 @@ public struct ControlServer: Service {
     public struct Limits: Hashable, Sendable {
         public var maxConnections: Int
         public var idleTimeout: Duration
+        /// The most sessions open at once; always fewer than `maxConnections`, so a one-shot
+        /// command still gets in.
+        public var maxSessions: Int
 
-        public init(maxConnections: Int = 64, idleTimeout: Duration = .seconds(30)) {
+        public init(maxConnections: Int = 64, idleTimeout: Duration = .seconds(30), maxSessions: Int = 32) {
             self.maxConnections = max(1, maxConnections)
             self.idleTimeout = idleTimeout
+            self.maxSessions = max(0, min(maxSessions, self.maxConnections - 1))
         }
     }
 
@@ -38,20 +45,27 @@ public struct ControlServer: Service {
     public let limits: Limits
     let logger: Logger
     let handler: Handler
+    let sessions: ControlSessionHandler?
 
-    /// - Parameter handler: turns one request line into its reply (ending in a newline).
+    /// - Parameters:
+    ///   - sessions: serves the connections whose first line opens a session; nil for none.
+    ///   - handler: turns one request line into its reply (ending in a newline).
     public init(
         path: String, access: ControlAccess = ControlAccess(), limits: Limits = Limits(),
-        logger: Logger = Logger(label: "netres.control"), handler: @escaping Handler
+        logger: Logger = Logger(label: "netres.control"), sessions: ControlSessionHandler? = nil,
+        handler: @escaping Handler
     ) {
         self.path = path
         self.access = access
         self.limits = limits
         self.logger = logger
+        self.sessions = sessions
         self.handler = handler
     }
 
-    typealias Connection = (channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: ControlAccess.Peer?)
+    typealias Connection = (
+        channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: ControlAccess.Peer?, idle: CloseOnIdle
+    )
 
     /// Binds the socket (so `ctl` works as soon as this returns) and serves until graceful shutdown.
     public func run() async throws {
@@ -90,9 +104,10 @@ public struct ControlServer: Service {
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 Self.peer(of: channel).flatMapThrowing { peer in
-                    try channel.pipeline.syncOperations.addHandlers(IdleStateHandler(readTimeout: idle), CloseOnIdle())
+                    let closeOnIdle = CloseOnIdle()
+                    try channel.pipeline.syncOperations.addHandlers(IdleStateHandler(readTimeout: idle), closeOnIdle)
                     let wrapped = try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                    return (channel: wrapped, peer: peer)
+                    return (channel: wrapped, peer: peer, idle: closeOnIdle)
                 }
             }
         let mode: mode_t = access.group == nil ? 0o600 : 0o660
@@ -142,29 +157,46 @@ public struct ControlServer: Service {
         }
     }
 
-    func serve(
-        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, id: Int, table: ConnectionTable
-    ) async throws {
-        try await connection.executeThenClose { inbound, outbound in
-            var pending = ByteBuffer()
-            for try await var chunk in inbound {
-                table.touch(id)
-                pending.writeBuffer(&chunk)
-                while let newline = pending.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) {
-                    let length = newline - pending.readerIndex
-                    let line = pending.readString(length: length) ?? ""
-                    pending.moveReaderIndex(forwardBy: 1)
-                    try await reply(to: line, outbound)
-                    table.touch(id)
-                }
-                guard pending.readableBytes <= 65536 else {
-                    try await outbound.write(ByteBuffer(string: "error: line too long\n"))
+    func serve(_ connection: Connection, id: Int, table: ConnectionTable) async throws {
+        try await connection.channel.executeThenClose { inbound, outbound in
+            let lines = ControlLineReader(inbound) { table.touch(id) }
+            while true {
+                let line: String?
+                do {
+                    line = try await lines.next()
+                } catch let error as DaemonError {
+                    try await outbound.write(ByteBuffer(string: "error: \(error)\n"))
                     return
                 }
+                guard let line else { return }
+                if let sessions, sessions.opens(line) {
+                    guard table.pin(id, cap: limits.maxSessions) else {
+                        try await outbound.write(
+                            ByteBuffer(string: "error: too many sessions (at most \(limits.maxSessions))\n"))
+                        return
+                    }
+                    connection.idle.isExempt.store(true, ordering: .releasing)
+                    await serveSession(first: line, lines, sessions, peer: connection.peer, outbound)
+                    return
+                }
+                try await reply(to: line, outbound)
+                table.touch(id)
             }
-            if pending.readableBytes > 0 {
-                try await reply(to: pending.readString(length: pending.readableBytes)!, outbound)
-            }
+        }
+    }
+
+    /// Runs a session: the handler reads the client's lines while one writer drains what the
+    /// daemon queued; when the handler returns, what is queued is written and the connection ends.
+    private func serveSession(
+        first: String, _ reader: ControlLineReader, _ sessions: ControlSessionHandler, peer: ControlAccess.Peer?,
+        _ outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    ) async {
+        let session = ControlSession(peer: peer, droppedLine: sessions.droppedLine)
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await session.drain(to: outbound) }
+            await sessions.serve(first, ControlSessionLines(reader), session)
+            session.close()
+            await group.waitForAll()
         }
     }
 
@@ -174,12 +206,16 @@ public struct ControlServer: Service {
     }
 }
 
-/// Closes a connection when its ``IdleStateHandler`` reports it idle.
+/// Closes a connection when its ``IdleStateHandler`` reports it idle, unless it became a session.
 final class CloseOnIdle: ChannelInboundHandler, Sendable {
     typealias InboundIn = NIOAny
 
+    /// Set once the connection is a session, which may stay quiet as long as it likes.
+    let isExempt = Atomic<Bool>(false)
+
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
+            guard !isExempt.load(ordering: .acquiring) else { return }
             context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)

@@ -10,7 +10,10 @@ extension Daemon {
     /// (escaped), counted (`netres_pushes` by `kind`), handed to the hooks (`NETRES_EVENT=push`)
     /// and to the manager, whose rules decide what it causes. Replies `ok push ACCOUNT KIND`.
     func handlePush(_ push: Push) async -> String {
-        guard config.accounts.contains(where: { $0.account.name == push.account }) else {
+        guard
+            config.accounts.contains(where: { $0.account.name == push.account })
+                || externalPlugins.carriesAccount(push.account)
+        else {
             return "error: no account \"\(LogText.escaped(push.account, limit: 64))\"\n"
         }
         await output(Self.pushLine(push, clock: WallClock(), json: config.logFormat == .json))

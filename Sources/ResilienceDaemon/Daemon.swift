@@ -72,6 +72,10 @@ public final class Daemon: Sendable {
     public let metricsEndpoint: MetricsEndpoint?
     /// Tells systemd when the daemon is ready and that its manager still answers.
     let systemd: SystemdNotifier?
+    /// The external plugins (over the control socket), as one plugin of the manager.
+    public let externalPlugins: ExternalPluginHub
+    /// The event stream of `netres ctl events` and of sessions that asked for it.
+    let eventFeed = EventFeed()
 
     /// - Parameters:
     ///   - source: the network; nil for a `NetlinkMonitor` on the config's interfaces.
@@ -123,8 +127,10 @@ public final class Daemon: Sendable {
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let runtimeClock = clock ?? EventLoopClock.onSingletonGroup()
+        let ownServices = Set(plugin.services.map(\.id))
+        self.externalPlugins = ExternalPluginHub(logger: logger, isReserved: { ownServices.contains($0) })
         let manager = ResilienceManager(
-            source: network, policy: policy, plugins: [plugin], appState: config.appState,
+            source: network, policy: policy, plugins: [plugin, externalPlugins], appState: config.appState,
             clock: runtimeClock,
             configuration: .init(
                 shutdownTimeout: shutdownTimeout, metricsFactory: metrics?.factory,
@@ -169,8 +175,13 @@ public final class Daemon: Sendable {
             services.append(WatchdogPinger(notifier: systemd, manager: manager))
         }
         services.append(
-            ControlServer(path: config.controlSocket, access: ControlAccess(group: config.controlGroup), logger: logger)
-            { await self.handle(line: $0) })
+            ControlServer(
+                path: config.controlSocket, access: ControlAccess(group: config.controlGroup), logger: logger,
+                sessions: ExternalPluginSessions(
+                    hub: externalPlugins, feed: eventFeed, logger: logger, command: { await self.handle(line: $0) },
+                    push: { await self.handlePush($0) }
+                ).handler
+            ) { await self.handle(line: $0) })
         services.append(manager)
         return services
     }
@@ -231,9 +242,20 @@ struct EventFollower: Service {
 
     func run() async throws {
         var renderer = DaemonLogLine(json: daemon.config.logFormat == .json)
+        var feedRenderer = DaemonLogLine(json: true)
         var ready = false
         for await event in daemon.events {
-            await daemon.output(renderer.render(event))
+            let rendered = renderer.render(event)
+            await daemon.output(rendered)
+            // The feed's JSON renderer sees every transition, so its numbers are the log's.
+            let listened = daemon.eventFeed.hasSubscribers
+            var json: String?
+            if renderer.json {
+                json = rendered
+            } else if listened || { if case .transition = event { true } else { false } }() {
+                json = feedRenderer.render(event)
+            }
+            if listened, let json, let line = ExternalPluginLines.event(json) { daemon.eventFeed.publish(line) }
             daemon.metrics?.observe(event)
             if !ready, case .transition = event {
                 ready = true  // the first path is known: `.initial` is always the first transition

@@ -91,11 +91,7 @@ public enum DaemonConfigFile {
                         .wrongType, at: value, "accounts must be a list, found \(reader.describe(value))",
                         expected: "a list of accounts")
                 }
-                guard !items.isEmpty else {
-                    throw reader.fail(
-                        .invalidValue, at: value, "accounts is empty: there is nothing to keep registered",
-                        expected: "at least one account")
-                }
+                // An empty list is a daemon whose services all come from external plugins.
                 for item in items {
                     let account = try AccountReader(reader: reader, resolve: resolve).account(item)
                     if config.accounts.contains(where: { $0.account.name == account.account.name }) {

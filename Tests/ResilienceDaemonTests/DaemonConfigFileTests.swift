@@ -115,7 +115,6 @@ struct DaemonConfigFileTests {
             "did you mean \"port\"?"
         ),
         ("syntax", "accounts: [\n", .syntax, 0, 0, "YAML syntax error"),
-        ("no account at all", "accounts: []\n", .invalidValue, 1, 11, "accounts is empty"),
         (
             "header injection in user", sip(user: "\"alice\\r\\nX-Injected: yes\""), .invalidValue, 4, 11,
             "user has a CR"
@@ -175,6 +174,13 @@ struct DaemonConfigFileTests {
             if line > 0 { #expect((error.line, error.column) == (line, column), "\(what): \(error)") }
             #expect(error.description.contains(fragment), "\(what): \(error)")
         }
+    }
+
+    /// A daemon whose services all come from external plugins names no SIP account of its own;
+    /// the key itself is still required (an empty list is a choice, not a forgotten line).
+    @Test func anEmptyAccountListIsADaemonForExternalPluginsOnly() throws {
+        let config = try DaemonConfigFile.parse("accounts: []\n", file: "netres.yaml", directory: "/etc")
+        #expect(config.accounts.isEmpty)
     }
 
     @Test func hooksNameAnExistingDirectoryResolvedAgainstTheConfigWithATimeout() throws {
