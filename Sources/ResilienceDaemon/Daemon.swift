@@ -66,6 +66,8 @@ public final class Daemon: Sendable {
     let messages = MessageBook()
     /// Keeps a flood of call events out of the log and the hooks (``CallEventThrottle``).
     let callEventThrottle = CallEventThrottle()
+    /// The process's budget of lines others can provoke: the SIP plugin's wire lines and a push's.
+    let logBudget = LogBudget()
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
     public let metrics: DaemonMetrics?
     /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
@@ -119,7 +121,7 @@ public final class Daemon: Sendable {
         self.plugin = SIPPlugin(
             accounts: accounts, timers: SIPTimers(pongTimeout: config.flowPingTimeout),
             pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
-            metricsFactory: metrics?.factory, logger: logger)
+            metricsFactory: metrics?.factory, logBudget: logBudget, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let runtimeClock = clock ?? EventLoopClock.onSingletonGroup()
@@ -233,7 +235,7 @@ struct EventFollower: Service {
         var renderer = DaemonLogLine(json: daemon.config.logFormat == .json)
         var ready = false
         for await event in daemon.events {
-            await daemon.output(renderer.render(event))
+            if await daemon.admitsLine(for: event) { await daemon.output(renderer.render(event)) }
             daemon.metrics?.observe(event)
             if !ready, case .transition = event {
                 ready = true  // the first path is known: `.initial` is always the first transition
