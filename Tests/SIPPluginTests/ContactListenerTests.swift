@@ -148,6 +148,25 @@ struct ContactListenerTests {
         }
     }
 
+    /// A connection that sends nothing holds no slot for long: the listener closes it a few
+    /// seconds after its accept (``ContactConnections/firstByteWait``), not after 120 s of idling.
+    @Test func aConnectionThatSaysNothingIsClosedSoonAfterItsAccept() async throws {
+        try await withLoopbackRegistrar { kamailio in
+            let user = uniqueUser("mute")
+            let (plugin, _, contact) = try await registered(kamailio, transport: .tcp, user: user)
+            let (host, port) = try #require(ContactProbe.hostPort(of: contact))
+            let listener = try #require(await plugin.agent(for: user)?.transport?.listener)
+            let fd = try #require(await OffThePool.run { ContactProbe.connect(host, port) })
+            defer { close(fd) }
+            #expect(await eventually(within: .seconds(30)) { listener.connectionCount == 1 })
+            // Well under the 120 s idle timeout: only the first-byte wait can close it this soon.
+            #expect(await eventually(within: .seconds(60)) { listener.connectionCount == 0 })
+            let closed = await OffThePool.run { ContactProbe.receive(on: fd, within: 5).closed }
+            #expect(closed, "the listener closed the silent connection")
+            await plugin.agent(for: user)?.close()
+        }
+    }
+
     @Test(arguments: [SIPTransportKind.udp, .tcp])
     func afterAnAddressChangeTheContactNamesTheNewListenerAndTheOldIsClosed(transport: SIPTransportKind)
         async throws
