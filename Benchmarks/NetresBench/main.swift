@@ -14,6 +14,7 @@
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
 //   netres-bench memory [accounts=N] [flood=S] [after=S] [soak=MIN] [fault-every=S]
 //                                                   RSS before, during and after a flood; across a soak (root)
+//   netres-bench background-restart [after=S]       a registrar's restart in the background, UDP vs TCP (root)
 import Foundation
 import ResilienceDaemon
 
@@ -75,6 +76,15 @@ do {
             benchmark[keyPath: field] = min(max(value, range.lowerBound), range.upperBound)
         }
         try await benchmark.run()
+    case "background-restart":
+        var benchmark = BackgroundRestartBenchmark()
+        for option in arguments.dropFirst() {
+            guard option.hasPrefix("after="), let value = Int(option.dropFirst(6)) else {
+                throw BenchError("unknown background-restart option \(option)")
+            }
+            benchmark.after = min(max(value, 0), 590)
+        }
+        try await benchmark.run()
     case "scale":
         try await scaleBenchmark(arguments: Array(arguments.dropFirst())).run()
     case "idle-baseline":
@@ -95,6 +105,7 @@ do {
                 + " | nat [minutes] [rebindings]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"
                 + " | memory [accounts=N] [flood=S] [after=S] [soak=MIN] [fault-every=S]"
+                + " | background-restart [after=S]"
         )
         exit(64)
     }

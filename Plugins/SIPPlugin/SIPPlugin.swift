@@ -99,7 +99,8 @@ public final class SIPPlugin: ResiliencePlugin {
     }
 
     /// A call appeared, changed or ended: its service is added, changed or removed, with the
-    /// kind the policy names (outgoing/incoming × progressing, alerting, active, held, remotely-held).
+    /// kind the policy names (outgoing/incoming × progressing, alerting, active, held, remotely-held)
+    /// and whether an interruption holds it (the call's hold reasons: the rules resume only those).
     private func callChanged(_ event: CallEvent, account name: String) {
         callMetrics.record(event)
         guard let account = accountsByName[name] else { return }
@@ -108,7 +109,9 @@ public final class SIPPlugin: ResiliencePlugin {
             if routes.withLock({ $0.remove(service) }) != nil { reportContinuation.yield(.serviceRemoved(service)) }
             return
         }
-        let described = ClientService(id: service, kind: .call(event.direction, state), account: name)
+        let described = ClientService(
+            id: service, kind: .call(event.direction, state), account: name,
+            heldByInterruption: event.holdReasons.contains(.interruption))
         let added = routes.withLock { $0.add(.call(account: name, call: event.call), for: service) }
         reportContinuation.yield(added ? .serviceAdded(described) : .serviceChanged(described))
     }
@@ -267,10 +270,8 @@ public final class SIPPlugin: ResiliencePlugin {
             case .holdCall: try await agent.hold(call, reason: .interruption, path: context.path)
             case .resumeCall:
                 // A resume on the path's return is a recovery too: an outage over budget ends it.
-                let outlived = try await agent.endIfOutlivedBudget(
-                    call, loss: context.lastPathLoss, path: context.path, budget: budget)
-                if outlived { return }
-                try await agent.resume(call, reason: .interruption, path: context.path)
+                let survival = SurvivalCheck(loss: context.lastPathLoss, budget: budget ?? agent.callSurvivalBudget)
+                try await agent.resume(call, reason: .interruption, path: context.path, survival: survival)
             case .reinviteCall:
                 try await agent.reinvite(call, path: context.path, after: context.lastPathLoss, budget: budget)
             default: throw PluginError.permanent("sip: \(action.kind) does not apply to a call")

@@ -42,8 +42,8 @@ public actor SIPUserAgent {
     var dialogs = DialogTable<ServiceID>()
     var publication: PublicationState?
     /// Every call state of this agent (see ``CallTable``): the calls not yet ended, each owning
-    /// one dialog of `dialogs`, the CANCELs and BYEs still owed for ended ones, and the tasks
-    /// waiting for a call to change.
+    /// one dialog of `dialogs`, the CANCELs and BYEs still owed for ended ones, the outcomes of
+    /// the exchanges callers wait for, and the flow numbers calls use.
     var calls = CallTable()
     /// The last flow the server (or the network) ended, not this agent: a call ringing on it
     /// has no new address to be rung again from.

@@ -25,6 +25,12 @@ public enum Fault: Sendable, CustomStringConvertible {
     case packetLoss(LabLink, percent: Int, for: Duration)
     /// Drops every packet in `direction` (nftables).
     case partition(LabLink, PartitionDirection, for: Duration)
+    /// The path is dead but looks up: every packet is dropped both ways as it arrives at either
+    /// end of the link, while the link, its carrier, addresses and routes stay as they are and its
+    /// first hop still answers ARP and neighbour discovery, so netlink shows nothing and a sender
+    /// gets no error (nftables, `netdev` ingress in both namespaces). A Wi-Fi whose access point
+    /// lost its uplink.
+    case deadPath(LabLink, for: Duration)
     /// Limits the host's sending rate (tbf).
     case rateLimit(LabLink, bitsPerSecond: Int, for: Duration)
     /// Delays every frame the host end sends by `delay ± jitter` (seeded, millisecond resolution,
@@ -49,7 +55,7 @@ public enum Fault: Sendable, CustomStringConvertible {
         case .adminDown(let link, _), .carrierLoss(let link, _), .addressChange(let link, _), .renumber(let link),
             .defaultRouteLoss(let link, _), .interfaceSwitch(let link, _, _), .linkRecreate(let link, _),
             .rename(let link, _, _), .moveToHost(let link, _, _), .flap(let link, _), .packetLoss(let link, _, _),
-            .partition(let link, _, _), .rateLimit(let link, _, _), .delay(let link, _, _, _),
+            .partition(let link, _, _), .deadPath(let link, _), .rateLimit(let link, _, _), .delay(let link, _, _, _),
             .netlinkOverrun(let link, _):
             link
         case .natMappingExpiry(let nat), .natRebinding(let nat), .natGatewayReboot(let nat, _): nat.inside
@@ -70,6 +76,7 @@ public enum Fault: Sendable, CustomStringConvertible {
         case .flap(let link, let schedule): "flap \(link) \(schedule)"
         case .packetLoss(let link, let percent, let duration): "packet-loss \(link) \(percent)% for \(duration)"
         case .partition(let link, let direction, let duration): "partition \(link) \(direction) for \(duration)"
+        case .deadPath(let link, let duration): "dead-path \(link) for \(duration)"
         case .rateLimit(let link, let rate, let duration): "rate-limit \(link) \(rate)bit/s for \(duration)"
         case .delay(let link, let delay, let jitter, let duration):
             "delay \(link) \(delay)±\(jitter) for \(duration)"

@@ -2,6 +2,9 @@
 public struct LabEvent: Hashable, Sendable, CustomStringConvertible {
     /// Time since the lab was made.
     public var at: Duration
+    /// CLOCK_REALTIME seconds when it happened (``realtime()``), the clock of
+    /// ``RegistrarRequest/at``: whether the registrar saw a request before or after a step.
+    public var realtime: Double
     /// What happened, e.g. `carrier-loss wifi for 2s: begin`.
     public var what: String
     /// How it was done.
@@ -22,7 +25,7 @@ public struct FaultBackend: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let iproute2 = FaultBackend(rawValue: "iproute2")
     /// One `ip -batch` process: changes faster than any reader drains them.
     public static let iproute2Batch = FaultBackend(rawValue: "iproute2-batch")
-    /// An nftables table in the host's namespace (loss and partitions; no netem needed).
+    /// An nftables table in the lab's namespaces (loss, partitions, a dead path; no netem needed).
     public static let nftables = FaultBackend(rawValue: "nftables")
     /// A token-bucket qdisc (`tc qdisc … tbf`).
     public static let tbf = FaultBackend(rawValue: "tc-tbf")
@@ -55,6 +58,8 @@ extension NetworkLab {
     public func events() -> [LabEvent] { timeline }
 
     func record(_ what: String, backend: FaultBackend) {
-        timeline.append(LabEvent(at: ContinuousClock.now - started, what: what, backend: backend))
+        timeline.append(
+            LabEvent(at: ContinuousClock.now - started, realtime: realtime(), what: what, backend: backend)
+        )
     }
 }

@@ -21,6 +21,7 @@ extension NetworkLab {
         case .carrierLoss(let link, let duration):
             try await setPeer(link, up: false)
             try await pause(duration)
+            record("\(fault): restoring", backend: backend)
             try await setPeer(link, up: true)
             try await batch(plan(link).hostNamespace, plan(link).routeLines)
         case .addressChange(let link, let order): try await changeAddress(link, order: order)
@@ -67,6 +68,7 @@ extension NetworkLab {
             try await withNftRules(
                 link, output: direction == .inbound ? [] : ["oifname \(interface) drop"],
                 input: direction == .outbound ? [] : ["iifname \(interface) drop"], for: duration)
+        case .deadPath(let link, let duration): try await withDeadPath(link, for: duration, fault: fault)
         case .rateLimit(let link, let rate, let duration):
             try await withQdisc(link, ["tbf", "rate", "\(rate)bit", "burst", "4kb", "latency", "400ms"], for: duration)
         case .delay(let link, let delay, let jitter, let duration):
@@ -93,7 +95,7 @@ extension NetworkLab {
         }
         switch fault {
         case .adminDown(_, let d), .carrierLoss(_, let d), .defaultRouteLoss(_, let d), .linkRecreate(_, let d),
-            .moveToHost(_, _, let d), .partition(_, _, let d), .interfaceSwitch(_, _, let d),
+            .moveToHost(_, _, let d), .partition(_, _, let d), .deadPath(_, let d), .interfaceSwitch(_, _, let d),
             .natGatewayReboot(_, let d):
             try check(d)
         case .rename(_, let name, let d):
@@ -130,7 +132,7 @@ extension NetworkLab {
     /// The backend `fault` needs here, or an `.unsupported` error saying what is missing.
     func backend(for fault: Fault) throws -> FaultBackend {
         switch fault {
-        case .packetLoss, .partition:
+        case .packetLoss, .partition, .deadPath:
             guard LabCommand.nft != nil else {
                 throw error(.unsupported, "\(fault) needs nftables (`nft`; Debian package nftables)")
             }

@@ -150,6 +150,7 @@ struct LabPlayer {
         case .flap: .flap(link, FlapSchedule(count: step.count, period: step.period, dutyCycle: step.dutyCycle))
         case .packetLoss: .packetLoss(link, percent: step.percent, for: step.duration)
         case .partition: .partition(link, step.direction, for: step.duration)
+        case .deadPath: .deadPath(link, for: step.duration)
         case .rateLimit: .rateLimit(link, bitsPerSecond: step.rate, for: step.duration)
         case .delay: .delay(link, delay: step.period, jitter: step.jitter, for: step.duration)
         case .netlinkOverrun: .netlinkOverrun(link, changes: step.count)
@@ -163,11 +164,10 @@ struct LabPlayer {
     private func printTimeline(lab: NetworkLab, registrar: LabRegistrar?, push: LabPushService?, startedAt: Double)
         async
     {
+        // One clock for every line (CLOCK_REALTIME, the registrar's), so a request shows on the
+        // right side of the step it raced.
         var lines: [(Double, String)] = await lab.events().map { event in
-            (
-                Double(event.at.components.seconds) + Double(event.at.components.attoseconds) / 1e18,
-                "\(event.what) [\(event.backend)]"
-            )
+            (event.realtime - startedAt, "\(event.what) [\(event.backend)]")
         }
         for request in registrar?.requests() ?? [] {
             let what = request.fields.sorted { $0.key < $1.key }.filter { $0.key != "at" }

@@ -10,6 +10,7 @@ struct LabStep: Sendable {
         case adminDown = "admin-down", carrierLoss = "carrier-loss", addressChange = "address-change"
         case renumber, defaultRouteLoss = "default-route-loss", interfaceSwitch = "interface-switch"
         case linkRecreate = "link-recreate", rename, move, flap, packetLoss = "packet-loss", partition
+        case deadPath = "dead-path"
         case rateLimit = "rate-limit", delay, netlinkOverrun = "netlink-overrun"
         case registrarRestart = "registrar-restart", registrar503 = "registrar-503"
         case registrarDropOK = "registrar-drop-ok", registrar481 = "registrar-481"
@@ -71,7 +72,7 @@ struct LabStep: Sendable {
 
     private mutating func readArguments(_ words: inout Words, links: [String]) throws(Problem) {
         switch kind {
-        case .adminDown, .carrierLoss, .defaultRouteLoss, .move:
+        case .adminDown, .carrierLoss, .defaultRouteLoss, .move, .deadPath:
             duration = try words.keyword(
                 "for", then: { (w: inout Words) throws(Problem) in try w.duration("a duration") })
         case .addressChange:

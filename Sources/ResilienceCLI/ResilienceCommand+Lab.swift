@@ -7,6 +7,12 @@ extension ResilienceCommand {
     struct Lab: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a command behind scripted network faults in throw-away namespaces (root).",
+            discussion: """
+                A scenario's timeline plays link faults (carrier-loss, partition, dead-path: a link that looks \
+                up while nothing crosses it, ...), registrar faults and client steps; `netres lab run --help` \
+                lists them. What a lab makes (namespaces with their links and rules, processes, its folder) \
+                goes at its end, also after a killed run (`netres lab gc`).
+                """,
             subcommands: [LabRun.self, LabCheck.self, LabGC.self]
         )
     }
@@ -49,6 +55,15 @@ extension ResilienceCommand {
                 The run ends when the command exits or the scenario's duration is over (the command is then \
                 stopped), whichever comes first; steps not played by then are dropped. Either way the whole \
                 report (the timeline of faults and the registrar's requests, its bindings at the end) is printed.
+                Link steps act on the scenario's first link unless they name one: admin-down, carrier-loss, \
+                default-route-loss and dead-path LINK for 3s, address-change [make-before-break | \
+                break-before-make], renumber, interface-switch LINK to LINK for 4s, link-recreate after 2s, \
+                rename LINK to NAME for 2s, move for 2s, flap N every 200ms [duty 50%], packet-loss 30% for 3s, \
+                partition outbound | inbound | both for 3s, rate-limit 64kbit for 3s, delay 100ms [jitter 20ms] \
+                for 3s, netlink-overrun N. dead-path is a dead link that looks up: every packet is dropped both \
+                ways where it arrives, while the link, its carrier, addresses and routes stay and its first hop \
+                still answers ARP and neighbour discovery, so netlink shows nothing and no sender gets an error \
+                (partition drops as the client sends, which its sockets see as EPERM).
                 With push: true the registrar is also an RFC 8599 push proxy and the lab's push service delivers \
                 each push by running `netres ctl push ACCOUNT --kind KIND` in the client host (at the scenario's \
                 control-socket). Client steps: app-state STATE, push-token ACCOUNT TOKEN (both run netres ctl \

@@ -22,16 +22,21 @@ public struct ClientService: Hashable, Sendable, Codable {
     /// How often the flow under this service needs a ping (RFC 5626 §4.4.1), before the
     /// scheduler's jitter (each wait is 80–100 % of it); nil for none.
     public var flowPingInterval: Duration?
+    /// For a call: this end holds it because the system took the media path (an interruption),
+    /// as the plugin that owns the call reports it. The rules resume only such calls once the
+    /// interruption is over (condition `held-by-interruption`); a call the user held stays held.
+    public var heldByInterruption: Bool
 
     public init(
         id: ServiceID, kind: ServiceKind, account: String? = nil, expires: ContinuousClock.Instant? = nil,
-        flowPingInterval: Duration? = nil
+        flowPingInterval: Duration? = nil, heldByInterruption: Bool = false
     ) {
         self.id = id
         self.kind = kind
         self.account = account
         self.expires = expires
         self.flowPingInterval = flowPingInterval
+        self.heldByInterruption = heldByInterruption
     }
 }
 

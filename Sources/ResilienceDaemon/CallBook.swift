@@ -36,14 +36,19 @@ public struct CallRecord: Hashable, Sendable {
     }
 }
 
-/// The calls that are not over, fed with the agents' call events: a value state machine, no I/O.
+/// The calls that are not over, as the agents' call events tell them: a value state machine,
+/// no I/O. The book keeps each call's last event, not a state of its own: a call's phase,
+/// peer and direction are its last event's.
 ///
 /// Invariants: an `ended` event removes its call; a call is known under exactly one account;
 /// at most ``capacity`` calls are kept (the agents' dialog tables bound them too; an event for a
 /// new call past the bound is ignored and counted in ``overflow``).
 struct CallBook {
     static let capacity = 1024
-    private(set) var calls: [CallID: CallRecord] = [:]
+    /// The last event of each call not over, with its account.
+    private var latest: [CallID: (account: String, event: CallEvent)] = [:]
+    /// The last recovery of each call, as `netres ctl calls` shows it.
+    private var recoveries: [CallID: String] = [:]
     /// Insertion order, so listings are stable.
     private var order: [CallID] = []
     private(set) var overflow = 0
@@ -55,23 +60,23 @@ struct CallBook {
     @discardableResult
     mutating func apply(_ event: CallEvent, account: SIPAccount, at now: String = "") -> Bool {
         guard event.phase != .ended else {
-            if let ended = calls.removeValue(forKey: event.call) {
+            if latest.removeValue(forKey: event.call) != nil {
+                recoveries[event.call] = nil
                 order.removeAll { $0 == event.call }
-                services = services.filter { $0.value != ended.id }
+                services = services.filter { $0.value != event.call }
             }
             return false
         }
-        if calls[event.call] != nil {
-            calls[event.call]?.phase = event.phase
-            if event.trigger == "network" { calls[event.call]?.lastRecovery = Self.recovery(event, at: now) }
+        if latest[event.call] != nil {
+            latest[event.call]?.event = event
+            if event.trigger == "network" { recoveries[event.call] = Self.recovery(event, at: now) }
             return false
         }
-        guard calls.count < Self.capacity else {
+        guard latest.count < Self.capacity else {
             overflow += 1
             return false
         }
-        calls[event.call] = CallRecord(
-            id: event.call, account: account.name, peer: event.peer, phase: event.phase, direction: event.direction)
+        latest[event.call] = (account.name, event)
         order.append(event.call)
         services[account.callService(event.call)] = event.call
         return true
@@ -92,12 +97,25 @@ struct CallBook {
     func call(of service: ServiceID) -> CallID? { services[service] }
 
     mutating func recordRecovery(_ text: String, of service: ServiceID) {
-        guard let id = call(of: service) else { return }
-        calls[id]?.lastRecovery = text
+        guard let id = call(of: service), latest[id] != nil else { return }
+        recoveries[id] = text
+    }
+
+    /// The call `id` as its last event tells it, if it is not over.
+    func record(_ id: CallID) -> CallRecord? {
+        guard let (account, event) = latest[id] else { return nil }
+        return CallRecord(
+            id: id, account: account, peer: event.peer, phase: event.phase, direction: event.direction,
+            lastRecovery: recoveries[id])
+    }
+
+    /// The calls not over, by id.
+    var calls: [CallID: CallRecord] {
+        Dictionary(uniqueKeysWithValues: latest.keys.compactMap { id in record(id).map { (id, $0) } })
     }
 
     /// The calls in the order they appeared.
-    var records: [CallRecord] { order.compactMap { calls[$0] } }
+    var records: [CallRecord] { order.compactMap(record) }
 }
 
 /// Renders `netres ctl calls`: one line per call, or one JSON object `{"calls":[...]}`.

@@ -82,7 +82,7 @@ actor CallDesk {
 
     /// Answers, hangs up, holds (for the user) or resumes the call `id`; returns its state after.
     func control(_ control: CallControl, id: CallID) async throws(DaemonError) -> CallPhase {
-        guard let call = book.calls[id] else { throw DaemonError("no call \"\(id)\"") }
+        guard let call = book.record(id) else { throw DaemonError("no call \"\(id)\"") }
         let allowed: Set<CallPhase> =
             switch control {
             case .answer: [.alerting]

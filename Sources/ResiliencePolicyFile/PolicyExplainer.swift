@@ -103,6 +103,7 @@ public enum PolicyExplainer {
             for index in services.indices where holds.contains(where: { $0.service == services[index].id }) {
                 if case .call(let direction, _) = services[index].kind {
                     services[index].kind = .call(direction, .held)
+                    services[index].heldByInterruption = true
                 }
             }
             setup.append("app.interrupted held: " + holds.map(\.service.rawValue).joined(separator: ", "))

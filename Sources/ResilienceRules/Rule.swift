@@ -77,7 +77,8 @@ public enum RuleCondition: String, Hashable, Sendable, CaseIterable {
     /// The trigger is about it: `refresh.due`, `flow.lost` or `flow.ping-due` names this service,
     /// or a push (`push.received.*`, `push.window-ended`) names its account.
     case affected
-    /// A call an `app.interrupted` put on hold, once that interruption has ended.
+    /// A call its plugin reports held by an interruption (`ClientService.heldByInterruption`),
+    /// once that interruption has ended.
     case heldByInterruption = "held-by-interruption"
     /// Its level went from above `none` to `none` with this trigger's app-state change.
     case turnedOff = "turned-off"

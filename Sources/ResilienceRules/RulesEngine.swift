@@ -11,8 +11,10 @@ public import ResilienceCore
 /// - While the network is lost, only local actions are planned (`ActionKind.local`:
 ///   `drain-http`, `close-stale-transports`, plus ``localActions``); nothing that needs the
 ///   network until a `restored` or `changed` trigger.
-/// - Only calls in ``callsHeldByInterruption`` are resumed, and only once the interruption is over
-///   (on `interruptionEnded`, or on the first restore after it if the network was lost then).
+/// - Only calls their plugin reports held by an interruption (`ClientService.heldByInterruption`)
+///   are resumed, and only once the interruption is over (on `interruptionEnded`, or on the first
+///   restore after it if the network was lost then). The plugin that owns a call owns why it is
+///   held; the engine keeps no copy.
 /// - Every action's `source` names the rule and the level row that allowed it.
 /// - The engine is the ONE owner of the app state, the interruption and the network path (network
 ///   availability is derived from the path, never stored beside it): they change only as triggers
@@ -28,8 +30,6 @@ public struct RulesEngine: Sendable, Hashable {
     public private(set) var path: NetworkPath
     /// Whether the network path is satisfied: derived from ``path``.
     public var networkAvailable: Bool { path.isSatisfied }
-    /// Calls the last `interrupted` put on hold; only these are resumed by `interruptionEnded`.
-    public private(set) var callsHeldByInterruption: Set<ServiceID>
     /// Between `interrupted` and `interruptionEnded`: the system holds the media path.
     public private(set) var isInterrupted: Bool
     /// The network change decided while the app was suspended, when by policy nothing acted on it;
@@ -57,7 +57,6 @@ public struct RulesEngine: Sendable, Hashable {
         self.policy = policy
         self.appState = appState
         self.path = path
-        self.callsHeldByInterruption = []
         self.isInterrupted = false
     }
 
@@ -104,13 +103,7 @@ public struct RulesEngine: Sendable, Hashable {
                 planned.append(action)
             }
         }
-        let batch = Self.ordered(Self.subsumed(planned), services: services)
-
-        if trigger == .app(.interrupted) {
-            callsHeldByInterruption.formUnion(batch.filter { $0.kind == .holdCall }.map(\.service))
-        }
-        callsHeldByInterruption.subtract(batch.filter { $0.kind == .resumeCall }.map(\.service))
-        return batch
+        return Self.ordered(Self.subsumed(planned), services: services)
     }
 
     /// The actions the rules plan for `trigger` in the current app state (`before` is the state
@@ -138,8 +131,7 @@ public struct RulesEngine: Sendable, Hashable {
         return planned
     }
 
-    /// Updates the state the engine owns (app state, interruption, network path, calls held by the
-    /// interruption) for one trigger, without planning anything. ``decide(_:services:path:at:)``
+    /// Updates the state the engine owns (app state, interruption, network path) for one trigger, without planning anything. ``decide(_:services:path:at:)``
     /// starts with it; a runtime whose decisions come from elsewhere calls it instead, so the
     /// engine stays the one owner of that state.
     ///
@@ -161,14 +153,10 @@ public struct RulesEngine: Sendable, Hashable {
             appState = event.nextState(from: appState)
             if event == .interrupted { isInterrupted = true }
             if event == .interruptionEnded { isInterrupted = false }
-        case .callStateChanged(let id):
-            if let call = services.first(where: { $0.id == id }), case .call(_, let state) = call.kind, state != .held {
-                callsHeldByInterruption.remove(id)
-            }
-        case .refreshDue, .pushTokenChanged, .push, .pushWindowEnded, .shutdown, .started, .flowLost, .flowPingDue:
+        case .callStateChanged, .refreshDue, .pushTokenChanged, .push, .pushWindowEnded, .shutdown, .started, .flowLost,
+            .flowPingDue:
             break
         }
-        callsHeldByInterruption.formIntersection(Set(services.map(\.id)))
     }
 
     /// The level a service runs at in an app state under the current policy.
@@ -207,7 +195,7 @@ public struct RulesEngine: Sendable, Hashable {
             default: return false
             }
         case .heldByInterruption:
-            return !isInterrupted && callsHeldByInterruption.contains(service.id)
+            return !isInterrupted && service.heldByInterruption
         case .turnedOff:
             return level(of: service, in: before) > .none && level(of: service, in: appState) == .none
         case .turnedOn:

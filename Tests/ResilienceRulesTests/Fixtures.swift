@@ -61,11 +61,15 @@ enum Fixtures {
         return render(engine.decide(trigger, services: current, at: t0))
     }
 
-    /// Feeds `interrupted` and reports the calls it held as `held`, as a host would.
+    /// Feeds `interrupted` and reports the calls it held as `held` for the interruption, as a
+    /// plugin would.
     static func interrupt(_ engine: inout RulesEngine, _ services: inout [ClientService]) {
         let held = Set(engine.decide(.app(.interrupted), services: services, at: t0).map(\.service))
         for i in services.indices where held.contains(services[i].id) {
-            if case .call(let d, _) = services[i].kind { services[i].kind = .call(d, .held) }
+            if case .call(let d, _) = services[i].kind {
+                services[i].kind = .call(d, .held)
+                services[i].heldByInterruption = true
+            }
         }
     }
 

@@ -24,13 +24,17 @@ struct RulesEngineTests {
         var services = Fixtures.services
         let holds = engine.decide(.app(.interrupted), services: services, at: t0)
         #expect(Fixtures.render(holds) == "act:hold-call")
-        #expect(engine.callsHeldByInterruption == ["act"])
         let index = services.firstIndex { $0.id == "act" }!
+        // The plugin owns why a call is held: it reports this one held for the interruption.
         services[index].kind = .call(.outgoing, .held)
+        services[index].heldByInterruption = true
         let resumes = engine.decide(.app(.interruptionEnded), services: services, at: t0)
         // "held" was held by the user before the interruption: it stays held.
         #expect(Fixtures.render(resumes) == "act:resume-call")
-        #expect(engine.callsHeldByInterruption.isEmpty)
+        // Resumed, the plugin reports it active and held for nothing: nothing more to resume.
+        services[index].kind = .call(.outgoing, .active)
+        services[index].heldByInterruption = false
+        _ = engine.decide(.app(.interrupted), services: services, at: t0)
         #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
     }
 
@@ -44,23 +48,40 @@ struct RulesEngineTests {
         #expect(!during.contains { $0.kind == .resumeCall })
         _ = engine.decide(.network(.lost(.noCarrier)), services: services, at: t0)
         #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
-        #expect(engine.callsHeldByInterruption == ["act"])
         let restored = engine.decide(.network(.restored), services: services, at: t0)
         let forCalls = restored.filter { ["act", "held", "rheld"].contains($0.service) }
         #expect(Fixtures.render(forCalls) == "act:resume-call<reg held:reinvite-call<reg rheld:reinvite-call<reg")
-        #expect(engine.callsHeldByInterruption.isEmpty)
     }
 
     @Test func aCallTheUserResumedDuringTheInterruptionIsForgotten() {
         var engine = RulesEngine()
         var services = Fixtures.services
-        _ = engine.decide(.app(.interrupted), services: services, at: t0)
+        Fixtures.interrupt(&engine, &services)
         let index = services.firstIndex { $0.id == "act" }!
+        // The user resumed it during the interruption: the plugin reports it held for nothing.
         services[index].kind = .call(.outgoing, .active)
+        services[index].heldByInterruption = false
         _ = engine.decide(.callStateChanged("act"), services: services, at: t0)
-        #expect(engine.callsHeldByInterruption.isEmpty)
+        #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
+        _ = engine.decide(.app(.interrupted), services: services, at: t0)
         services.remove(at: index)
         #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
+    }
+
+    @Test func theRulesResumeOnlyTheCallsThePluginReportsHeldByAnInterruption() {
+        // The plugin's hold reasons are the one record: the rules keep no table of their own.
+        var engine = RulesEngine()
+        var services = Fixtures.services
+        _ = engine.decide(.app(.interrupted), services: services, at: t0)
+        // "held" is held by the user: the interruption's end leaves it alone.
+        #expect(engine.decide(.app(.interruptionEnded), services: services, at: t0).isEmpty)
+        _ = engine.decide(.app(.interrupted), services: services, at: t0)
+        let held = services.firstIndex { $0.id == "held" }!
+        services[held].heldByInterruption = true
+        let during = engine.decide(.network(.changed(.address)), services: services, at: t0)
+        #expect(!during.contains { $0.kind == .resumeCall }, "never while the interruption lasts")
+        let resumes = engine.decide(.app(.interruptionEnded), services: services, at: t0)
+        #expect(Fixtures.render(resumes) == "held:resume-call")
     }
 
     @Test func freshRegistrationsAreNotRefreshedOnResume() {

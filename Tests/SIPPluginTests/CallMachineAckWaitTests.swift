@@ -39,7 +39,7 @@ struct CallMachineAckWaitTests {
         // starts at T1 seconds and doubles for each retransmission until it reaches T2 seconds";
         // "If the server retransmits the 2xx response for 64*T1 seconds without receiving an
         // ACK, the dialog is confirmed, but the session SHOULD be terminated."
-        var call = CallMachine(phase: .active, createdAt: clock.now)
+        var call = CallScript.established(clock: clock).machine
         let armed = call.handle(.answerSent(cseq: 1, timers: timers), at: clock.now)
         #expect(
             armed == [
@@ -54,12 +54,13 @@ struct CallMachineAckWaitTests {
         #expect(ends.count == 1 && ends.first?.0 == .seconds(32))
         #expect(ends.first?.1 == .end(trigger: "timeout", reason: "no ACK", downtime: nil))
         #expect(fired.contains { $0.1 == .disarm(.answerResend) }, "no resend is left armed after the give-up")
+        #expect(fired.contains { $0.1 == .note(.ackTimedOut) } && call.phase == .ended)
         #expect(call.ackWait == nil)
     }
 
     @Test func theAckWithThe2xxsCSeqStopsResendsAndTheGiveUp() {
         // §13.3.1.4: "The server retransmits the 2xx response until it receives an ACK."
-        var call = CallMachine(phase: .active, createdAt: clock.now)
+        var call = CallScript.established(clock: clock).machine
         let armed = call.handle(.answerSent(cseq: 7, timers: timers), at: clock.now)
         clock.advance(by: .seconds(2))
         #expect(call.handle(.ackArrived(cseq: 6), at: clock.now).isEmpty, "an ACK for another INVITE")
@@ -75,7 +76,7 @@ struct CallMachineAckWaitTests {
     }
 
     @Test func aNewer2xxReplacesTheWaitOfAnOlderOne() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
+        var call = CallScript.established(clock: clock).machine
         _ = call.handle(.answerSent(cseq: 1, timers: timers), at: clock.now)
         clock.advance(by: .seconds(10))
         // A re-INVITE's 2xx (CSeq 2) before the first ACK: only its own ACK stops the wait.
@@ -86,9 +87,10 @@ struct CallMachineAckWaitTests {
         #expect(call.handle(.ackArrived(cseq: 2), at: clock.now) == [.disarm(.answerResend), .disarm(.ackWait)])
     }
 
-    @Test func anEndedCallWaitsForNoAck() {
-        var call = CallMachine(phase: .alerting, createdAt: clock.now)
-        _ = call.handle(.cancelled, at: clock.now)
+    @Test func anEndedCallWaitsForNoAck() throws {
+        var ringing = try CallScript.ringing()
+        _ = ringing.handle(.cancelled)
+        var call = ringing.machine
         #expect(call.handle(.answerSent(cseq: 1, timers: timers), at: clock.now).isEmpty)
         #expect(call.ackWait == nil)
     }

@@ -3,185 +3,206 @@ import Testing
 
 @testable import SIPPlugin
 
-/// The call as a value (``CallMachine``) on a manual clock: glare (RFC 3261 §14, RFC 3311 §5),
-/// the ringing timeout, early recovery with `Replaces` (RFC 3891) and the survival budget. No
-/// sockets: every input carries its instant.
+/// The call as a value (``CallMachine``) on a manual clock: the one offer/answer slot and glare
+/// (RFC 3261 §14, RFC 3311 §5), the ringing timeout, hold reasons. No sockets: every input
+/// carries its instant, and the script drives the call the way the agent does.
 struct CallMachineTests {
-    let clock = ManualClock()
-
     @Test func theFarEndsOfferIsRefused491OnlyWhileOurOwnOfferIsPending() {
         // RFC 3261 §14.2: "A UAS that receives an INVITE on a dialog while an INVITE it had sent
         // on that dialog is in progress MUST return a 491 (Request Pending) response".
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        let step1 = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        #expect(step1 == [.sendOffer])
-        let step2 = call.handle(.remoteOffer(method: "INVITE"), at: clock.now)
+        var call = CallScript.established()
+        let hold = call.exchange()
+        _ = call.handle(.hold(.user, hold, flow: CallScript.wifi))
+        #expect(CallScript.sentOffer(call.describe(hold, attempt: 1))?.method == "INVITE")
+        let pending = CallAction.refuseRequest(status: 491, reason: "Request Pending", retryAfter: nil)
         #expect(
-            step2 == [
-                .refuseOffer(status: 491, reason: "Request Pending", retryAfter: nil)
-            ])
-        let step3 = call.handle(.remoteOffer(method: "UPDATE"), at: clock.now)
-        #expect(
-            step3 == [
-                .refuseOffer(status: 491, reason: "Request Pending", retryAfter: nil)
-            ], "RFC 3311 §5.2: an UPDATE against our pending offer gets 491 too")
-        #expect(call.ourOfferPending)
+            call.handle(
+                .remoteOffer(
+                    method: "INVITE", cseq: 2, offer: .parsed(CallScript.far(.sendrecv, version: 2)), localAddress: nil)
+            ) == [pending])
+        let update = call.handle(
+            .remoteOffer(
+                method: "UPDATE", cseq: 3, offer: .parsed(CallScript.far(.sendrecv, version: 2)), localAddress: nil))
+        #expect(update == [pending], "RFC 3311 §5.2: an UPDATE against our pending offer gets 491 too")
+        #expect(call.machine.ourOfferPending)
     }
 
-    @Test func whileWeOnlyWaitOutOurGlareTimerTheFarEndsOfferIsAnswered() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        _ = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        let wait = Duration.milliseconds(2_500)
-        let step4 = call.handle(.localOfferFinal(status: 491, glareWait: wait), at: clock.now)
+    @Test func whileWeOnlyWaitOutOurGlareTimerTheFarEndsOfferIsAnswered() throws {
+        var call = CallScript.established()
+        let hold = call.exchange()
+        _ = call.handle(.hold(.user, hold, flow: CallScript.wifi))
+        _ = call.describe(hold, attempt: 1)
+        let glared = call.handle(.offerResponse(hold, attempt: 1, .refused(status: 491)))
+        let retryAt = try #require(CallScript.armed(.glareRetry, in: glared))
+        call.clock.advance(by: .milliseconds(300))
+        // Our offer is no longer pending: §14.2 allows 491 only while it is.
+        let theirs = call.handle(
+            .remoteOffer(
+                method: "INVITE", cseq: 2, offer: .parsed(CallScript.far(.sendonly, version: 2)), localAddress: nil))
+        #expect(theirs.first == .acceptRequest)
+        #expect(theirs.contains { if case .describeMedia(.answer, _, _) = $0 { true } else { false } })
+        call.clock.advance(to: retryAt)
+        // The retry waits (64×T1 at most) for our answer to theirs.
+        let fired = call.handle(.timerFired(.glareRetry))
+        #expect(fired == [.arm(.offerSlotWait, at: call.clock.now + CallScript.timers.transactionTimeout)])
+        let answered = call.handle(
+            .mediaDescribed(.answer, .success(CallScript.audio), address: "198.18.0.1"))
+        #expect(answered.contains { if case .sendAnswer = $0 { true } else { false } })
         #expect(
-            step4 == [
-                .arm(.glareRetry, at: clock.now + wait)
-            ])
-        clock.advance(by: .milliseconds(300))
-        // Our offer is no longer pending: RFC 3261 §14.2 allows 491 only while it is.
-        let step5 = call.handle(.remoteOffer(method: "INVITE"), at: clock.now)
-        #expect(step5 == [.answerOffer])
-        clock.advance(by: wait)
-        let step6 = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        #expect(step6 == [.waitForOfferSlot])
-        _ = call.handle(.remoteOfferSettled, at: clock.now)
-        let step7 = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        #expect(step7 == [.sendOffer])
+            answered.suffix(2) == [
+                .describeMedia(.offer(hold, attempt: 2), direction: .sendonly, answering: nil), .disarm(.offerSlotWait),
+            ], "our retry goes once the slot is free")
     }
 
     @Test func aSecondOfferWhileTheFarEndsFirstIsOpenGets500WithRetryAfter() throws {
         // RFC 3261 §14.2: a second INVITE before the final response to the first "MUST return a
         // 500 (Server Internal Error) response ... with a randomly chosen value of between 0 and
         // 10 seconds" in Retry-After; RFC 3311 §5.2 says the same for UPDATE.
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        let step8 = call.handle(.remoteOffer(method: "INVITE"), at: clock.now)
-        #expect(step8 == [.answerOffer])
-        let second = call.handle(.remoteOffer(method: "UPDATE"), at: clock.now)
-        guard case .refuseOffer(500, _, let retryAfter)? = second.first else {
+        var call = CallScript.established()
+        let offer = SDPBody.parsed(CallScript.far(.sendrecv, version: 2))
+        _ = call.handle(.remoteOffer(method: "INVITE", cseq: 2, offer: offer, localAddress: nil))
+        let second = call.handle(.remoteOffer(method: "UPDATE", cseq: 3, offer: offer, localAddress: nil))
+        guard case .refuseRequest(500, _, let retryAfter)? = second.first else {
             Issue.record("expected 500, got \(second)")
             return
         }
         #expect((0...10).contains(try #require(retryAfter)))
-        let step9 = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        #expect(step9 == [.waitForOfferSlot])
+        let hold = call.exchange()
+        let busy = call.handle(.hold(.user, hold, flow: CallScript.wifi))
+        #expect(busy == [.completed(hold, .failed(.offerInProgress))], "one offer/answer at a time (§14.1)")
+        #expect(call.machine.holdReasons.isEmpty, "RFC 6141: a hold that could not go leaves the old session")
     }
 
-    @Test func theGlareTimerFreesTheSlotForTheRetry() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        _ = call.handle(.localOffer(method: "UPDATE"), at: clock.now)
-        _ = call.handle(.localOfferFinal(status: 491, glareWait: .seconds(1)), at: clock.now)
-        #expect(!call.ourOfferPending, "the far end may offer now")
-        let step10 = call.handle(.localOffer(method: "INVITE"), at: clock.now)
-        #expect(step10 == [.waitForOfferSlot], "the retry goes first")
-        clock.advance(by: .seconds(1))
-        let step11 = call.handle(.timerFired(.glareRetry), at: clock.now)
-        #expect(step11 == [.sendOffer])
-        let step12 = call.handle(.localOffer(method: "UPDATE"), at: clock.now)
-        #expect(step12 == [.sendOffer])
-        _ = call.handle(.localOfferFinal(status: 200, glareWait: .zero), at: clock.now)
-        #expect(call.offerSlotFree)
-        _ = call.handle(.localOffer(method: "UPDATE"), at: clock.now)
-        _ = call.handle(.localOfferFinal(status: 491, glareWait: .seconds(1)), at: clock.now)
-        _ = call.handle(.localOfferWithdrawn, at: clock.now)
-        #expect(call.offerSlotFree, "an offer given up during its glare wait frees the slot")
+    @Test func anUnusableOfferIsRefused488AndTheSlotStaysFree() {
+        var call = CallScript.established()
+        let bad = call.handle(
+            .remoteOffer(method: "UPDATE", cseq: 2, offer: .unparsable("no v= line"), localAddress: nil))
+        #expect(
+            bad == [
+                .acceptRequest, .note(.badOffer("no v= line")),
+                .refuseRequest(status: 488, reason: "Not Acceptable Here", retryAfter: nil),
+            ])
+        let old = call.handle(
+            .remoteOffer(
+                method: "UPDATE", cseq: 3, offer: .parsed(CallScript.far(.sendrecv, version: 0)), localAddress: nil))
+        #expect(
+            old.contains(.refuseRequest(status: 488, reason: "Not Acceptable Here", retryAfter: nil)), "o= went back")
+        #expect(call.machine.offerSlotFree)
     }
 
-    @Test func aRingingCallEndsWith480AtTheRingingTimeout() {
-        var call = CallMachine(phase: .alerting, createdAt: clock.now)
-        let armed = call.handle(.ringing(timeout: .seconds(60)), at: clock.now)
-        #expect(armed == [.arm(.ringing, at: clock.now + .seconds(60))])
-        clock.advance(by: .seconds(59))
-        let step13 = call.handle(.timerFired(.ringing), at: clock.now)
-        #expect(step13.isEmpty, "a timer early by a second ends nothing")
-        clock.advance(by: .seconds(1))
+    @Test func aRingingCallEndsWith480AtTheRingingTimeout() throws {
+        var call = try CallScript.ringing()
+        #expect(call.machine.phase == .alerting && call.machine.isRinging)
+        call.clock.advance(by: .seconds(59))
+        #expect(call.handle(.timerFired(.ringing)).isEmpty, "a timer early by a second ends nothing")
+        call.clock.advance(by: .seconds(1))
         // RFC 3261 §21.4.18: 480 "The callee's end system was contacted successfully but the
         // callee is currently unavailable".
-        let step14 = call.handle(.timerFired(.ringing), at: clock.now)
         #expect(
-            step14 == [
-                .respondToInvite(status: 480, reason: "Temporarily Unavailable"),
+            call.handle(.timerFired(.ringing)) == [
+                .note(.ringingTimedOut), .respondToInvite(status: 480, reason: "Temporarily Unavailable"),
                 .end(trigger: "timeout", reason: "480", downtime: nil),
             ])
-        #expect(call.phase == .ended)
+        #expect(call.machine.phase == .ended)
     }
 
-    @Test func anAnsweredCancelledOrRejectedCallStopsRinging() {
-        var answered = CallMachine(phase: .alerting, createdAt: clock.now)
-        _ = answered.handle(.ringing(timeout: .seconds(30)), at: clock.now)
-        let step15 = answered.handle(.answer, at: clock.now)
-        #expect(step15 == [.disarm(.ringing)])
-        clock.advance(by: .seconds(31))
-        let step16 = answered.handle(.timerFired(.ringing), at: clock.now)
-        #expect(step16.isEmpty)
+    @Test func ringingIsRungReportedAndBounded() throws {
+        var call = try CallScript.ringing()
+        let rung = call.handle(.ringing(timeout: .zero))
+        #expect(rung.first == .sendRinging && rung.last == .arm(.ringing, at: call.clock.now + .seconds(1)))
+        let long = call.handle(.ringing(timeout: .seconds(1_000_000)))
+        #expect(long.last == .arm(.ringing, at: call.clock.now + .seconds(3_600)))
+    }
 
-        var cancelled = CallMachine(phase: .alerting, createdAt: clock.now)
-        _ = cancelled.handle(.ringing(timeout: .seconds(30)), at: clock.now)
-        // §9.2: the INVITE's transaction answered the CANCEL 487; the call is over.
-        let step17 = cancelled.handle(.cancelled, at: clock.now)
+    @Test func anAnsweredCancelledOrRejectedCallStopsRinging() throws {
+        var answered = try CallScript.ringing()
         #expect(
-            step17 == [
+            answered.handle(.answer) == [
+                .disarm(.ringing),
+                .describeMedia(.answer, direction: .sendrecv, answering: CallScript.far(.sendrecv)),
+            ])
+        answered.clock.advance(by: .seconds(61))
+        #expect(answered.handle(.timerFired(.ringing)).isEmpty)
+        let ok = answered.handle(.mediaDescribed(.answer, .success(CallScript.audio), address: "198.18.0.1"))
+        #expect(
+            ok.contains(.report(CallReport(phase: .active, trigger: "remote"))) && answered.machine.phase == .active)
+        #expect(answered.machine.ackWait?.cseq == 1, "our 2xx waits for its ACK (§13.3.1.4)")
+
+        var cancelled = try CallScript.ringing()
+        // §9.2: the INVITE's transaction answered the CANCEL 487; the call is over.
+        #expect(
+            cancelled.handle(.cancelled) == [
                 .disarm(.ringing), .end(trigger: "remote", reason: "CANCEL", downtime: nil),
             ])
 
-        var rejected = CallMachine(phase: .alerting, createdAt: clock.now)
-        _ = rejected.handle(.ringing(timeout: .seconds(30)), at: clock.now)
-        let step18 = rejected.handle(.reject(status: 200, reason: "Rejected"), at: clock.now)
+        var rejected = try CallScript.ringing()
         #expect(
-            step18 == [
+            rejected.handle(.reject(status: 200, reason: "Rejected")) == [
                 .disarm(.ringing), .respondToInvite(status: 400, reason: "Rejected"),
                 .end(trigger: "api", reason: "400", downtime: nil),
             ], "a rejection is a final failure status, clamped to 400–699")
     }
 
-    @Test func theRingingTimeoutIsBounded() {
-        var call = CallMachine(phase: .alerting, createdAt: clock.now)
-        let step19 = call.handle(.ringing(timeout: .zero), at: clock.now)
-        #expect(step19 == [.arm(.ringing, at: clock.now + .seconds(1))])
-        let step20 = call.handle(.ringing(timeout: .seconds(1_000_000)), at: clock.now)
+    @Test func anAnswerTheMediaCannotGiveRefusesTheInviteAndEndsTheCall() throws {
+        var call = try CallScript.ringing()
+        _ = call.handle(.answer)
+        let refused = call.handle(.mediaDescribed(.answer, .failure(.refused("no codec")), address: "198.18.0.1"))
         #expect(
-            step20 == [
-                .arm(.ringing, at: clock.now + .seconds(3_600))
+            refused == [
+                .declineOffer(status: 488, reason: "Not Acceptable Here"),
+                .end(trigger: "api", reason: "488", downtime: nil),
             ])
     }
 
-    @Test func anEarlyDialogIsReplacedWhenTheFarEndSupportsReplaces() {
-        let dialog = Dialog.ID(callID: "c1@198.18.0.1", localTag: "ours")
-        var call = CallMachine(phase: .progressing, createdAt: clock.now)
-        _ = call.handle(.provisional(toTag: "theirs", supportsReplaces: true), at: clock.now)
-        // RFC 3891 §3: the UAS compares to-tag with its local tag and from-tag with its remote
-        // tag; `early-only` keeps a dialog that was answered meanwhile from being replaced.
-        let step21 = call.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
+    @Test func aCallHeldForTwoReasonsResumesOnlyWhenBothAreGone() {
+        var call = CallScript.established()
+        let (user, interruption) = (call.exchange(), call.exchange())
+        let userHold = call.handle(.hold(.user, user, flow: CallScript.wifi))
         #expect(
-            step21 == [
-                .ringAgain(replaces: "c1@198.18.0.1;to-tag=theirs;from-tag=ours;early-only")
-            ])
+            userHold.count == 1 && userHold.first.map { if case .describeMedia = $0 { true } else { false } } == true)
+        _ = call.describe(user, attempt: 1)
+        _ = call.answered(user, attempt: 1, .recvonly)
+        #expect(call.machine.phase == .held)
+        #expect(
+            call.handle(.hold(.interruption, interruption, flow: CallScript.wifi)) == [
+                .completed(interruption, .succeeded)
+            ],
+            "one hold offer for both reasons")
+        let over = call.exchange()
+        #expect(
+            call.handle(.resume(.interruption, over, flow: CallScript.wifi, address: "198.18.0.1", survival: nil))
+                == [.completed(over, .succeeded)], "the user still holds it, at the same address")
+        let resume = call.exchange()
+        _ = call.handle(.resume(.user, resume, flow: CallScript.wifi, address: "198.18.0.1", survival: nil))
+        #expect(CallScript.sentOffer(call.describe(resume, attempt: 1))?.offer.direction(ofMedia: 0) == .sendrecv)
+        let refused = call.handle(.offerResponse(resume, attempt: 1, .refused(status: 488)))
+        #expect(refused.first == .completed(resume, .failed(.refused(status: 488, request: "re-INVITE"))))
+        #expect(call.machine.holdReasons == [.user], "RFC 6141: a refused resume leaves the call held")
     }
 
-    @Test func aRefusedReplacementFallsBackToCancelAndANewInviteForGood() {
-        let dialog = Dialog.ID(callID: "c1", localTag: "ours")
-        var call = CallMachine(phase: .progressing, createdAt: clock.now)
-        _ = call.handle(.provisional(toTag: "theirs", supportsReplaces: true), at: clock.now)
-        _ = call.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
-        // RFC 3891 §3: a UAS answers 481 for an early dialog it did not initiate; the Replaces
-        // INVITE's own 180 told its tag before the refusal.
-        _ = call.handle(.provisional(toTag: "second", supportsReplaces: true), at: clock.now)
-        let step22 = call.handle(.replacesRefused, at: clock.now)
-        #expect(step22 == [.ringAgain(replaces: nil)])
-        _ = call.handle(.provisional(toTag: "third", supportsReplaces: true), at: clock.now)
-        let step23 = call.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
-        #expect(step23 == [.ringAgain(replaces: nil)])
+    @Test func aHeldCallIsReofferedHeldOnlyWhenItsAddressMoved() {
+        var call = CallScript.established()
+        let (user, interruption) = (call.exchange(), call.exchange())
+        _ = call.handle(.hold(.user, user, flow: CallScript.wifi))
+        _ = call.describe(user, attempt: 1)
+        _ = call.answered(user, attempt: 1, .recvonly)
+        _ = call.handle(.hold(.interruption, interruption, flow: CallScript.wifi))
+        let moved = call.exchange()
+        _ = call.handle(.resume(.interruption, moved, flow: CallScript.cellular, address: "198.18.5.1", survival: nil))
+        let sent = call.handle(
+            .mediaDescribed(.offer(moved, attempt: 1), .success(CallScript.audio), address: "198.18.5.1"))
+        #expect(
+            CallScript.sentOffer(sent)?.offer.direction(ofMedia: 0) == .sendonly, "still held, from the new address")
     }
 
-    @Test func withoutReplacesOrAnEarlyDialogTheCallIsCancelledAndRungAgain() {
-        let dialog = Dialog.ID(callID: "c1", localTag: "ours")
-        var silent = CallMachine(phase: .progressing, createdAt: clock.now)
-        _ = silent.handle(.provisional(toTag: "theirs", supportsReplaces: false), at: clock.now)
-        let step24 = silent.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
-        #expect(step24 == [.ringAgain(replaces: nil)])
-        var tagless = CallMachine(phase: .progressing, createdAt: clock.now)
-        _ = tagless.handle(.provisional(toTag: nil, supportsReplaces: true), at: clock.now)
-        let step25 = tagless.handle(.earlyFlowLost(dialog: dialog), at: clock.now)
-        #expect(step25 == [.ringAgain(replaces: nil)])
+    @Test func theFarEndsAllowSaysWhetherItTakesUpdateAndSilenceChangesNothing() {
+        var call = CallScript.established()
+        _ = call.handle(.peerAllows(["INVITE", " update", "BYE"]))
+        #expect(call.machine.peerAllowsUpdate)
+        _ = call.handle(.peerAllows([]))
+        #expect(call.machine.peerAllowsUpdate, "a message without Allow changes nothing")
+        _ = call.handle(.peerAllows(["INVITE", "BYE"]))
+        #expect(!call.machine.peerAllowsUpdate)
     }
 
     @Test func replacesIsReadFromSupportedOrAllow() {
@@ -192,52 +213,5 @@ struct CallMachineTests {
         var allow = SIPMessage(startLine: .response(status: 180, reason: "Ringing"))
         allow.headers.add("Allow", "INVITE, ACK, replaces")
         #expect(allow.offersReplaces)
-    }
-
-    @Test func aLossOverTheBudgetEndsTheCallOnceAndAShorterOneIsRecovered() {
-        let start = clock.now
-        var call = CallMachine(phase: .active, createdAt: start)
-        clock.advance(by: .seconds(100))
-        let long = (start + .seconds(10))..<(start + .seconds(50))
-        let step26 = call.handle(.pathReturned(loss: long, budget: .seconds(30)), at: clock.now)
-        #expect(
-            step26 == [
-                .end(trigger: "outage", reason: "outage", downtime: .seconds(40))
-            ])
-        var short = CallMachine(phase: .active, createdAt: start)
-        let brief = (start + .seconds(10))..<(start + .seconds(15))
-        let step27 = short.handle(.pathReturned(loss: brief, budget: .seconds(30)), at: clock.now)
-        #expect(step27 == [.recover(downtime: .seconds(5))])
-        let step28 = short.handle(.pathReturned(loss: brief, budget: .seconds(30)), at: clock.now)
-        #expect(
-            step28 == [.recover(downtime: nil)],
-            "a loss is news to a call once")
-        var keep = CallMachine(phase: .active, createdAt: start)
-        let step29 = keep.handle(.pathReturned(loss: long, budget: .zero), at: clock.now)
-        #expect(step29 == [.recover(downtime: .seconds(40))])
-    }
-
-    @Test func aCallHeldForTwoReasonsResumesOnlyWhenBothAreGone() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        let user = call.handle(.hold(.user), at: clock.now)
-        let interruption = call.handle(.hold(.interruption), at: clock.now)
-        #expect(user == [.offer(hold: true)] && interruption.isEmpty, "one hold offer for both reasons")
-        let interruptionOver = call.handle(.resume(.interruption), at: clock.now)
-        #expect(interruptionOver.isEmpty && call.confirmedPhase(remoteHoldsUs: false) == .held)
-        let userResumes = call.handle(.resume(.user), at: clock.now)
-        #expect(userResumes == [.offer(hold: false)] && call.confirmedPhase(remoteHoldsUs: true) == .remotelyHeld)
-        _ = call.handle(.hold(.user), at: clock.now)
-        _ = call.handle(.holdOfferFailed(.user, holding: true), at: clock.now)
-        #expect(call.holdReasons.isEmpty, "RFC 6141: a refused hold leaves the old session")
-    }
-
-    @Test func theFarEndsAllowSaysWhetherItTakesUpdateAndSilenceChangesNothing() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        _ = call.handle(.peerAllows(["INVITE", " update", "BYE"]), at: clock.now)
-        #expect(call.peerAllowsUpdate)
-        _ = call.handle(.peerAllows([]), at: clock.now)
-        #expect(call.peerAllowsUpdate, "a message without Allow changes nothing")
-        _ = call.handle(.peerAllows(["INVITE", "BYE"]), at: clock.now)
-        #expect(!call.peerAllowsUpdate)
     }
 }

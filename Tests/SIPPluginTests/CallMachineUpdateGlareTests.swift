@@ -4,48 +4,62 @@ import Testing
 @testable import SIPPlugin
 
 /// The UPDATE glare race (RFC 3311 §5.2) as a value on a manual clock: the far end's UPDATE
-/// that arrives right after its 491 to our UPDATE, before the call took that 491 in.
+/// that arrives right after its 491 to our UPDATE.
 ///
 /// RFC 3311 §5.2: "If an UPDATE is received that contains an offer, and the UAS has generated an
 /// offer (in an UPDATE, PRACK or INVITE) to which it has not yet received an answer, the UAS MUST
 /// reject the UPDATE with a 491 response." An offer already refused with 491 has its final
 /// response: no answer is awaited any more, so the far end's UPDATE is answered. §5.1: the UAC
 /// that got 491 "SHOULD attempt the UPDATE once more" after its timer, "if it still desires for
-/// that session modification to take place".
+/// that session modification to take place". The agent hands the call our 491 before the far
+/// end's UPDATE when the 491 reached our transaction first (``TransactionTable/refusal(for:)``),
+/// so the one slot sees them in the order they came.
 struct CallMachineUpdateGlareTests {
-    let clock = ManualClock()
+    /// An established call whose far end allows UPDATE, with our recovery UPDATE out.
+    func updating() -> (CallScript, ExchangeID) {
+        var call = CallScript.established(allow: ["INVITE", "UPDATE"])
+        let update = call.exchange()
+        _ = call.handle(.recover(update, flow: CallScript.cellular, survival: SurvivalCheck(budget: .seconds(30))))
+        #expect(CallScript.sentOffer(call.describe(update, attempt: 1))?.method == "UPDATE")
+        return (call, update)
+    }
 
-    @Test func theFarEndsUpdateRightAfterItRefusedOursIsAnsweredNot491() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        #expect(call.handle(.localOffer(method: "UPDATE"), at: clock.now) == [.sendOffer])
-        // The 491 reached our transaction; the far end's UPDATE is handled before the call hears.
-        let theirs = call.handle(.remoteOffer(method: "UPDATE", ourOfferRefused: true), at: clock.now)
-        #expect(theirs == [.answerOffer])
-        #expect(!call.ourOfferPending, "our refused offer no longer holds the slot")
-        // Then the call takes our 491 in: no glare timer against an offer being answered...
-        let late = call.handle(.localOfferFinal(status: 491, glareWait: .seconds(1)), at: clock.now)
-        #expect(late.isEmpty)
-        // ...and our retry waits until our answer to theirs went.
-        clock.advance(by: .seconds(2))
-        #expect(call.handle(.localOffer(method: "UPDATE"), at: clock.now) == [.waitForOfferSlot])
-        _ = call.handle(.remoteOfferSettled, at: clock.now)
-        #expect(call.handle(.localOffer(method: "UPDATE"), at: clock.now) == [.sendOffer])
+    @Test func theFarEndsUpdateRightAfterItRefusedOursIsAnsweredNot491() throws {
+        var (call, update) = updating()
+        let glared = call.handle(.offerResponse(update, attempt: 1, .refused(status: 491)))
+        let retryAt = try #require(CallScript.armed(.glareRetry, in: glared))
+        let theirs = call.handle(
+            .remoteOffer(
+                method: "UPDATE", cseq: 2, offer: .parsed(CallScript.far(.sendrecv, version: 2)), localAddress: nil))
+        #expect(theirs.first == .acceptRequest, "our refused offer no longer holds the slot")
+        #expect(!call.machine.ourOfferPending)
+        // The transaction's own delivery of the same 491 comes later: the call took it in once.
+        #expect(call.handle(.offerResponse(update, attempt: 1, .refused(status: 491))).isEmpty)
+        // Our retry waits until our answer to theirs went.
+        call.clock.advance(to: retryAt)
+        #expect(CallScript.armed(.offerSlotWait, in: call.handle(.timerFired(.glareRetry))) != nil)
+        let answered = call.handle(.mediaDescribed(.answer, .success(CallScript.audio), address: "198.18.5.1"))
+        #expect(answered.contains(.describeMedia(.offer(update, attempt: 2), direction: .sendrecv, answering: nil)))
+        #expect(CallScript.sentOffer(call.describe(update, attempt: 2))?.method == "UPDATE")
     }
 
     @Test func anUpdateWhileOurOfferStillAwaitsItsAnswerIsRefused491() {
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        _ = call.handle(.localOffer(method: "UPDATE"), at: clock.now)
-        let theirs = call.handle(.remoteOffer(method: "UPDATE", ourOfferRefused: false), at: clock.now)
-        #expect(theirs == [.refuseOffer(status: 491, reason: "Request Pending", retryAfter: nil)])
-        #expect(call.ourOfferPending)
+        var (call, _) = updating()
+        let theirs = call.handle(
+            .remoteOffer(
+                method: "UPDATE", cseq: 2, offer: .parsed(CallScript.far(.sendrecv, version: 2)), localAddress: nil))
+        #expect(theirs == [.refuseRequest(status: 491, reason: "Request Pending", retryAfter: nil)])
+        #expect(call.machine.ourOfferPending)
     }
 
-    @Test func theRefusalFlagNeverLetsASecondOfferOfTheFarEndIn() {
-        // With no offer of ours out, the flag cannot make the far end's second offer win: 500.
-        var call = CallMachine(phase: .active, createdAt: clock.now)
-        #expect(call.handle(.remoteOffer(method: "UPDATE", ourOfferRefused: true), at: clock.now) == [.answerOffer])
-        let second = call.handle(.remoteOffer(method: "UPDATE", ourOfferRefused: true), at: clock.now)
-        guard case .refuseOffer(500, _, _)? = second.first else {
+    @Test func aSecondOfferOfTheFarEndWhileWeAnswerItsFirstGets500() {
+        var call = CallScript.established(allow: ["INVITE", "UPDATE"])
+        let offer = SDPBody.parsed(CallScript.far(.sendrecv, version: 2))
+        #expect(
+            call.handle(.remoteOffer(method: "UPDATE", cseq: 2, offer: offer, localAddress: nil)).first
+                == .acceptRequest)
+        let second = call.handle(.remoteOffer(method: "UPDATE", cseq: 3, offer: offer, localAddress: nil))
+        guard case .refuseRequest(500, _, _)? = second.first else {
             Issue.record("expected 500, got \(second)")
             return
         }
@@ -53,7 +67,7 @@ struct CallMachineUpdateGlareTests {
 }
 
 /// The transaction layer notes a final non-2xx as it is delivered, before the transaction's owner
-/// runs: what lets the call tell that its offer is no longer pending.
+/// runs: what lets the agent hand the call its 491 before a request the far end sent after it.
 struct TransactionRefusalTests {
     @Test func aRefusalIsNotedOnDeliveryAndOnlyForItsOwnTransaction() {
         let table = TransactionTable()
@@ -68,13 +82,13 @@ struct TransactionRefusalTests {
                 TransactionTable.Key(branch: request.topViaBranch ?? "", method: "UPDATE"),
                 flow: ObjectIdentifier(table), sink: sink)
         }
-        #expect(!table.refusalArrived(for: update))
+        #expect(table.refusal(for: update) == nil)
         table.deliver(update.makeResponse(status: 180, reason: "Ringing"), at: .now)
-        #expect(!table.refusalArrived(for: update), "a provisional is no refusal")
+        #expect(table.refusal(for: update) == nil, "a provisional is no refusal")
         table.deliver(update.makeResponse(status: 491, reason: "Request Pending"), at: .now)
-        #expect(table.refusalArrived(for: update))
-        #expect(!table.refusalArrived(for: other))
+        #expect(table.refusal(for: update)?.status == 491, "kept to be handed to the call")
+        #expect(table.refusal(for: other) == nil)
         table.deliver(other.makeResponse(status: 200, reason: "OK"), at: .now)
-        #expect(!table.refusalArrived(for: other), "a 2xx is an answer, not a refusal")
+        #expect(table.refusal(for: other) == nil, "a 2xx is an answer, not a refusal")
     }
 }

@@ -1,16 +1,15 @@
-import Synchronization
 import Testing
 
 @testable import SIPPlugin
 
 /// The agent's one call-state value (``CallTable``): calls, CANCELs owed, BYEs waiting for the
-/// path, and the tasks parked on a call, with no agent and no sockets.
+/// path, and the outcomes of the exchanges waited for, with no agent and no sockets.
 struct CallTableTests {
     func call(_ id: String, callID: String = "x") -> SIPCall {
-        SIPCall(
-            id: CallID(id), isOutgoing: true, peer: "sip:far@198.18.0.9",
-            dialogID: Dialog.ID(callID: callID, localTag: "l-\(id)"), offerAnswer: SDPOfferAnswer(sessionID: 7),
-            media: RTPEchoSession(), phase: .active, createdAt: .now)
+        let machine = CallMachine(
+            placing: Dialog.ID(callID: callID, localTag: "l-\(id)"), sdp: SDPOfferAnswer(sessionID: 7),
+            timers: SIPTimers(), seed: 1, at: .now)
+        return SIPCall(id: CallID(id), peer: "sip:far@198.18.0.9", media: RTPEchoSession(), machine: machine)
     }
 
     @Test func aRemovedCallIsGoneAndFoundByNoSearch() {
@@ -54,21 +53,27 @@ struct CallTableTests {
         #expect(!table.hasDeferredByes && table.takeDeferredByes().isEmpty, "each BYE is handed out once")
     }
 
-    @Test func aChangeResumesTheWaitersOfThatCallOnlyAndEachOnce() {
+    @Test func eachExchangesOutcomeReachesItsWaiterOnceWhetherItCameBeforeOrAfter() async {
         var table = CallTable()
-        let resumed = Mutex<[String]>([])
-        let tokens = (0..<3).map { _ in table.newWaiterToken() }
-        #expect(Set(tokens).count == 3, "tokens are never reused")
-        table.park(tokens[0], call: CallID("a")) { resumed.withLock { $0.append("a0") } }
-        table.park(tokens[1], call: CallID("a")) { resumed.withLock { $0.append("a1") } }
-        table.park(tokens[2], call: CallID("b")) { resumed.withLock { $0.append("b") } }
-        for waiter in table.callChanged(CallID("a")) { waiter.resume() }
-        #expect(resumed.withLock { $0.sorted() } == ["a0", "a1"])
-        #expect(table.callChanged(CallID("a")).isEmpty, "a waiter is handed back once")
-        #expect(table.removeWaiter(tokens[0]) == nil)
-        table.removeWaiter(tokens[2])?.resume()
-        #expect(table.callChanged(CallID("b")).isEmpty)
-        #expect(resumed.withLock { $0.count } == 3)
+        let (early, late) = (table.newExchange(), table.newExchange())
+        #expect(early != late, "exchange ids are never reused")
+        table.complete(early, .succeeded)
+        #expect(table.takeOutcome(early) == .succeeded, "kept for a waiter that comes later")
+        #expect(table.takeOutcome(early) == nil, "handed out once")
+        let outcome = await withCheckedContinuation { waiter in
+            table.wait(for: late, waiter)
+            table.complete(late, .failed(.callEnded))
+        }
+        #expect(outcome == .failed(.callEnded))
+        #expect(table.takeOutcome(late) == nil, "a waiter that got it leaves nothing behind")
+    }
+
+    @Test func outcomesNobodyWaitsForAreBounded() {
+        var table = CallTable()
+        let exchanges = (0..<(CallTable.keptLimit + 3)).map { _ in table.newExchange() }
+        for exchange in exchanges { table.complete(exchange, .succeeded) }
+        #expect(exchanges.prefix(3).allSatisfy { table.takeOutcome($0) == nil }, "the oldest are dropped")
+        #expect(table.takeOutcome(exchanges[exchanges.count - 1]) == .succeeded)
     }
 
     static let invite: SIPMessage? = {

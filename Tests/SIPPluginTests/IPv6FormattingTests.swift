@@ -43,7 +43,7 @@ struct IPv6FormattingTests {
     /// address is not of its type is refused.
     @Test func sdpWritesIP6WithoutBracketsAndRefusesAMismatchedAddressType() throws {
         var session = SDPOfferAnswer(sessionID: 4_242)
-        let offer = try session.offer(address: Self.here, media: Self.audio, hold: false)
+        let offer = session.offer(address: Self.here, media: Self.audio, hold: false)
         let text = offer.serialized()
         #expect(text.contains("\r\nc=IN IP6 2001:db8:1::2\r\n"), "\(text)")
         #expect(text.contains("\r\no=- 4242 \(offer.origin.version) IN IP6 2001:db8:1::2\r\n"), "\(text)")
@@ -67,8 +67,9 @@ struct IPv6FormattingTests {
         let moved = SessionDescription(
             origin: origin, connection: .init(address: "2001:db8:9::9"),
             media: [.init(port: 5_002, formats: ["0"], direction: .sendrecv)])
-        try session.received(offer: try SessionDescription.parse(moved.serialized()), localAddress: Self.here)
-        let (answer, negotiated) = try session.answer(address: Self.here, media: Self.audio, hold: false)
+        let offered = try SessionDescription.parse(moved.serialized())
+        try session.check(offer: offered, localAddress: Self.here)
+        let (answer, negotiated) = session.answer(offered, address: Self.here, media: Self.audio, hold: false)
         #expect(negotiated?.remoteAddress == "2001:db8:9::9" && negotiated?.remotePort == 5_002)
         #expect(answer.connection == .init(family: .ipv6, address: Self.here))
         #expect(answer.origin.connection.family == .ipv4, "our o= stays as first sent: \(answer.serialized())")

@@ -16,23 +16,6 @@ struct SIPCallTests {
         #expect(waits.max()! > high - .milliseconds(100))
     }
 
-    func call(remoteOffer direction: SessionDescription.Direction?) throws -> SIPCall {
-        var offerAnswer = SDPOfferAnswer(sessionID: 7)
-        if let direction {
-            var media = SessionDescription.Media(kind: "audio", port: 4000, transport: "RTP/AVP", formats: ["0"])
-            media.direction = direction
-            let offer = SessionDescription(
-                origin: .init(sessionID: 9, version: 1, connection: .init(address: "198.18.0.9")),
-                connection: .init(address: "198.18.0.9"), media: [media])
-            try offerAnswer.received(offer: offer, localAddress: "198.18.0.1")
-            _ = try offerAnswer.answer(address: "198.18.0.1", media: [media], hold: false)
-        }
-        return SIPCall(
-            id: CallID("c"), isOutgoing: true, peer: "sip:far@198.18.0.9",
-            dialogID: Dialog.ID(callID: "x", localTag: "l"),
-            offerAnswer: offerAnswer, media: RTPEchoSession(), phase: .active, createdAt: .now)
-    }
-
     /// The far end's offered direction, why we hold, and the phase that makes.
     static let holdCases: [(SessionDescription.Direction, [HoldReason], CallPhase)] = [
         (.sendrecv, [], .active), (.sendonly, [], .remotelyHeld), (.inactive, [], .remotelyHeld),
@@ -42,9 +25,14 @@ struct SIPCallTests {
     @Test(arguments: 0..<holdCases.count)
     func phaseFollowsWhoHolds(index: Int) throws {
         let (remote, reasons, phase) = Self.holdCases[index]
-        var state = try call(remoteOffer: remote)
-        for reason in reasons { _ = state.machine.handle(.hold(reason), at: .now) }
-        #expect(state.confirmedPhase == phase)
+        var call = try CallScript.ringing(offering: remote)
+        _ = call.handle(.answer)
+        _ = call.handle(.mediaDescribed(.answer, .success(CallScript.audio), address: "198.18.0.1"))
+        for reason in reasons {
+            let exchange = call.exchange()
+            _ = call.handle(.hold(reason, exchange, flow: CallScript.wifi))
+        }
+        #expect(call.machine.confirmedPhase == phase)
     }
 
     /// One word set: a call's phase is printed (`ctl calls`, hooks, logs, metrics) in the words a

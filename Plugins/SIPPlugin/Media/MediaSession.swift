@@ -9,6 +9,9 @@
 /// - ``negotiated(_:)`` follows every completed exchange, in order; ``close()`` ends the media
 ///   and is called once, when the call ends.
 /// - Calls for one session never overlap (the call layer awaits each).
+/// - On a device with several links, bind the sockets to the interface holding `localAddress`
+///   too (Linux `SO_BINDTOIFINDEX`), as ``RTPEchoSession`` does: the kernel keeps routing by a
+///   link that lost its carrier, so a socket bound to the address alone may leave by that link.
 ///
 /// A conformance check every implementation should pass: after `describe` for address A returns
 /// a section with port P, datagrams sent to A:P reach the session.

@@ -45,6 +45,10 @@ public actor RTPEchoSession: MediaSession {
     private var keepAliveTask: Task<Void, Never>?
     /// The address the socket is bound to, as given (without port).
     public private(set) var localAddress: String?
+    /// The interface holding ``localAddress`` when the socket was made, which the socket is bound
+    /// to (`SO_BINDTOIFINDEX`), so media leaves over the link the call's signalling chose even
+    /// while another link without carrier keeps a better route; nil: bound to the address only.
+    private var boundInterface: Int32?
     public private(set) var localPort: Int?
     private var formats: [SessionDescription.RTPMap]
 
@@ -92,7 +96,11 @@ public actor RTPEchoSession: MediaSession {
     public func describe(
         localAddress: String, direction: SessionDescription.Direction, answering offer: SessionDescription?
     ) async throws -> [SessionDescription.Media] {
-        if self.localAddress != localAddress || channel?.isActive != true { try await rebind(to: localAddress) }
+        if self.localAddress != localAddress || channel?.isActive != true
+            || boundInterface != InterfaceBinding.interface(holding: localAddress)
+        {
+            try await rebind(to: localAddress)
+        }
         let port = localPort ?? 0
         return [
             SessionDescription.Media(
@@ -150,11 +158,14 @@ public actor RTPEchoSession: MediaSession {
         }
     }
 
-    /// Binds a new socket on `address` (kernel-chosen port), then closes the old one.
+    /// Binds a new socket on `address` (kernel-chosen port) and the interface holding it, then
+    /// closes the old one.
     public func rebind(to address: String) async throws {
         let local = try SocketAddress(ipAddress: address, port: 0)
         let handler = RTPEchoHandler(counters: counters, mode: mode, localAddress: address)
+        let interface = InterfaceBinding.interface(holding: address)
         let fresh = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bound(toInterface: interface)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(handler) }
             }
@@ -162,6 +173,7 @@ public actor RTPEchoSession: MediaSession {
         let old = channel
         channel = fresh
         localAddress = address
+        boundInterface = interface
         localPort = fresh.localAddress?.port
         try? await old?.close()
     }
@@ -172,6 +184,7 @@ public actor RTPEchoSession: MediaSession {
         let old = channel
         channel = nil
         localAddress = nil
+        boundInterface = nil
         localPort = nil
         _ = counters.negotiated(nil, payloadTypes: [], sends: false)
         try? await old?.close()

@@ -1,36 +1,27 @@
-/// RFC 3264 offer/answer for one session, as a value: the local description it writes, the
-/// remote one it accepted, and whether an offer is outstanding. No I/O; the call layer sends
-/// what it returns and feeds in what arrives.
+/// RFC 3264 offer/answer for one session, as a value: the local descriptions it writes and the
+/// remote one in force. No I/O. Which offer is outstanding (the one offer/answer slot of §4,
+/// glare included) is the call's: its state machine holds the offer in flight and hands it back
+/// here with its answer.
 ///
 /// Invariants:
-/// - At most one offer is outstanding, in either direction (§4): ``offer(address:media:hold:)``
-///   while one is pending, or a remote offer while ours is pending (glare: answer 491), throws.
 /// - `o=` keeps its username and session id for the session's life; its version goes up by one
 ///   with every new offer (§8: "When issuing an offer that modifies the session, the "o=" line
 ///   of the new SDP MUST be identical to that in the previous SDP, except that the version in
 ///   the origin field MUST increment by one"; a recovery's re-offer of the same media too, so a
 ///   far end that skips unchanged versions still re-latches) and with an answer that differs
-///   from the last description we sent; it never goes back, even after ``rollback()``.
+///   from the last description we sent; it never goes back, even after a refused offer.
 /// - Hold is per RFC 3264 §8.4: we stop receiving, so `sendrecv` becomes `sendonly`, and
 ///   `recvonly` (the far end already holds us) becomes `inactive`; `c=` always carries the real
 ///   address, never `0.0.0.0`.
 /// - An answer's direction per stream is the offer's reversed, limited by our own hold (§6.1):
 ///   sendonly → recvonly, recvonly → sendonly, inactive → inactive; a held offer is not answered
 ///   with hold unless we hold too.
-/// - A failed or rejected offer (``rollback()``) leaves the last negotiated session in force (RFC 6141).
+/// - A failed or rejected offer changes nothing but the version: the last negotiated session
+///   stays in force (RFC 6141).
 /// - An IPv4 ↔ IPv6 move changes `c=` (family and address); by default the `o=` address stays
 ///   as first sent (§8: o= identical but for the version); ``originFollowsAddress`` makes it
 ///   follow the current address for peers that reject an `o=`/`c=` family mismatch (pjsip#4377).
 public struct SDPOfferAnswer: Hashable, Sendable {
-    public enum State: Hashable, Sendable {
-        case stable
-        /// We sent this offer and await the answer.
-        case localOfferSent(SessionDescription)
-        /// The far end's offer, awaiting our answer.
-        case remoteOfferReceived(SessionDescription)
-    }
-
-    public private(set) var state = State.stable
     /// The last description we sent (offer or answer), nil before the first.
     public private(set) var lastSent: SessionDescription?
     /// The far end's description in force (the last offer answered or answer accepted).
@@ -74,58 +65,48 @@ public struct SDPOfferAnswer: Hashable, Sendable {
     }
 
     /// Writes an offer for `media` (the media session's sections) at `address`.
-    /// - Throws: ``OfferAnswerError/offerPending`` unless stable.
-    public mutating func offer(
-        address: String, media: [SessionDescription.Media], hold: Bool
-    ) throws(OfferAnswerError) -> SessionDescription {
-        guard state == .stable else { throw .offerPending }
+    public mutating func offer(address: String, media: [SessionDescription.Media], hold: Bool) -> SessionDescription {
         var media = media
         for index in media.indices { media[index].direction = offerDirection(hold: hold, stream: index) }
-        let description = stamp(address: address, media: media, newVersion: true)
-        state = .localOfferSent(description)
-        return description
+        return stamp(address: address, media: media, newVersion: true)
     }
 
-    /// The far end answered our offer; returns the negotiated media to hand the media session.
-    /// - Throws: ``OfferAnswerError`` when no offer is pending or the answer's streams do not
-    ///   match the offer's (§6: one `m=` per offered `m=`).
-    public mutating func received(answer: SessionDescription) throws(OfferAnswerError) -> NegotiatedMedia? {
-        guard case .localOfferSent(let offer) = state else { throw .noOfferPending }
+    /// The far end answered our `offer`; returns the negotiated media to hand the media session.
+    /// - Throws: ``OfferAnswerError/streamCountMismatch(offered:answered:)`` when the answer's
+    ///   streams do not match the offer's (§6: one `m=` per offered `m=`); the session in force
+    ///   stays.
+    public mutating func received(
+        answer: SessionDescription, to offer: SessionDescription
+    ) throws(OfferAnswerError) -> NegotiatedMedia? {
         guard answer.media.count == offer.media.count else {
             throw .streamCountMismatch(offered: offer.media.count, answered: answer.media.count)
         }
-        state = .stable
         remote = answer
         return NegotiatedMedia(local: offer, remote: answer)
     }
 
-    /// The far end sent an offer (in an INVITE, re-INVITE or UPDATE).
+    /// Checks an offer of the far end (in an INVITE, re-INVITE or UPDATE) before it is answered.
     /// - Parameters:
     ///   - offer: the far end's description.
     ///   - localAddress: the address our side of the call uses now (a loopback media address is
     ///     accepted only when it is loopback too, see ``MediaTarget``); nil when unknown, which
     ///     refuses loopback like any far end's.
-    /// - Throws: ``OfferAnswerError/offerPending`` on glare (answer it 491),
-    ///   ``OfferAnswerError/outdatedOffer`` when its `o=` version went back,
+    /// - Throws: ``OfferAnswerError/outdatedOffer`` when its `o=` version went back,
     ///   ``OfferAnswerError/unusableMediaTarget(_:)`` when it asks for media where none may go
-    ///   (answer it 488). A refused offer changes nothing: the session in force stays.
-    public mutating func received(
-        offer: SessionDescription, localAddress: String? = nil
-    ) throws(OfferAnswerError) {
-        guard state == .stable else { throw .offerPending }
+    ///   (answer it 488).
+    public func check(offer: SessionDescription, localAddress: String? = nil) throws(OfferAnswerError) {
         if let why = offer.mediaTargetProblem(localAddress: localAddress) { throw .unusableMediaTarget(why) }
         if let remote, remote.origin.sessionID == offer.origin.sessionID, offer.origin.version < remote.origin.version {
             throw .outdatedOffer
         }
-        state = .remoteOfferReceived(offer)
     }
 
-    /// Writes our answer to the pending remote offer; returns it with the negotiated media.
-    /// A stream we cannot take is answered with port 0 (the media session returns fewer sections).
+    /// Writes our answer to the far end's `offer` (``check(offer:localAddress:)`` passed); returns
+    /// it with the negotiated media. A stream we cannot take is answered with port 0 (the media
+    /// session returns fewer sections). The offer is the far end's description in force after.
     public mutating func answer(
-        address: String, media: [SessionDescription.Media], hold: Bool
-    ) throws(OfferAnswerError) -> (SessionDescription, NegotiatedMedia?) {
-        guard case .remoteOfferReceived(let offer) = state else { throw .noOfferPending }
+        _ offer: SessionDescription, address: String, media: [SessionDescription.Media], hold: Bool
+    ) -> (SessionDescription, NegotiatedMedia?) {
         var answered: [SessionDescription.Media] = []
         for index in offer.media.indices {
             if index < media.count, offer.media[index].port != 0 {
@@ -140,14 +121,8 @@ public struct SDPOfferAnswer: Hashable, Sendable {
             }
         }
         let description = stamp(address: address, media: answered)
-        state = .stable
         remote = offer
         return (description, NegotiatedMedia(local: description, remote: offer))
-    }
-
-    /// Our offer failed or was rejected, or we withdraw it: the last negotiated session stays.
-    public mutating func rollback() {
-        if case .localOfferSent = state { state = .stable }
     }
 
     /// Builds the description we send, bumping the version for a new offer (`newVersion`) or
@@ -209,10 +184,6 @@ public struct NegotiatedMedia: Hashable, Sendable {
 
 /// Why an offer/answer step was refused.
 public enum OfferAnswerError: Error, Hashable, Sendable {
-    /// An offer is outstanding (ours or theirs): for a remote offer this is glare (answer 491).
-    case offerPending
-    /// An answer (or our answer) with no offer to match.
-    case noOfferPending
     /// The answer does not have one `m=` per offered `m=` (answer it 488 / treat as failed).
     case streamCountMismatch(offered: Int, answered: Int)
     /// A remote offer whose `o=` version is lower than the one in force.

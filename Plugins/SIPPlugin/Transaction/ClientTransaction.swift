@@ -59,8 +59,8 @@ final class TransactionTable: Sendable {
     private struct Entry {
         var sink: AsyncStream<Event>.Continuation
         var flow: ObjectIdentifier
-        /// A final non-2xx response reached this transaction (noted as it arrives).
-        var refused = false
+        /// The final non-2xx response that reached this transaction (noted as it arrives).
+        var refusal: SIPMessage?
     }
     private struct State {
         var open: [Key: Entry] = [:]
@@ -94,7 +94,7 @@ final class TransactionTable: Sendable {
         let found: (Entry?, Bool) = state.withLock { state in
             // An expired entry only waits for `close` to evict it (earliest deadline first), so a
             // lookup suffices here: no scan of the table on every response.
-            if (300...699).contains(response.status ?? 0) { state.open[key]?.refused = true }
+            if (300...699).contains(response.status ?? 0) { state.open[key]?.refusal = response }
             return (state.open[key], state.absorbing[key].map { $0 > now } ?? false)
         }
         if let entry = found.0 {
@@ -104,13 +104,13 @@ final class TransactionTable: Sendable {
         return found.1 ? .absorbed : .unknown
     }
 
-    /// Whether the open transaction of our request `request` (by its top Via branch and method)
-    /// has received a final non-2xx: noted when the response is delivered, before the
-    /// transaction's owner runs again, so a request the far end sent right after that response
-    /// can tell our offer is no longer pending (RFC 3261 §14.2, RFC 3311 §5.2).
-    func refusalArrived(for request: SIPMessage) -> Bool {
-        guard let branch = request.topViaBranch, let method = request.cseq?.method else { return false }
-        return state.withLock { $0.open[Key(branch: branch, method: method)]?.refused ?? false }
+    /// The final non-2xx the open transaction of our request `request` (by its top Via branch
+    /// and method) received: noted when the response is delivered, before the transaction's
+    /// owner runs again, so the call can take it in before a request the far end sent right
+    /// after it (RFC 3261 §14.2, RFC 3311 §5.2: our offer is no longer pending then).
+    func refusal(for request: SIPMessage) -> SIPMessage? {
+        guard let branch = request.topViaBranch, let method = request.cseq?.method else { return nil }
+        return state.withLock { $0.open[Key(branch: branch, method: method)]?.refusal }
     }
 
     /// Ends every transaction on a flow that closed, so they fail at once instead of timing out.

@@ -21,7 +21,7 @@ enum InviteClientEvent: Hashable, Sendable {
 ///
 /// Returns when the transaction terminates (timer B, D or M, or the flow closed) or the calling
 /// task is cancelled; `events` is finished then. A final non-2xx is noted by `table` as it
-/// arrives (``TransactionTable/refusalArrived(for:)``), before its ACK goes. The TU runs
+/// arrives (``TransactionTable/refusal(for:)``), before its ACK goes. The TU runs
 /// this in a child task and reads the stream: it may act on `answered` at once while this keeps
 /// absorbing retransmitted 2xx.
 func runInviteTransaction(

@@ -36,14 +36,17 @@ enum ContactListener {
     static let reusePort = ChannelOptions.socketOption(NIOBSDSocket.Option(rawValue: SO_REUSEPORT))
 
     /// Opens the unconnected twin of a bound, not yet connected, UDP socket: `socket` joins a
-    /// reuse-port group and the twin binds its address. Nil (logged) when that fails: the
-    /// registrar's flows work without it.
+    /// reuse-port group and the twin binds its address, and its interface (`interface`, the
+    /// socket's: Linux groups only sockets bound to the same one). Nil (logged) when that fails:
+    /// the registrar's flows work without it.
     static func openTwin(
-        of socket: any Channel, gate: ContactGate, destination: @escaping @Sendable (SIPMessage) -> SIPTransport?
+        of socket: any Channel, interface: Int32?, gate: ContactGate,
+        destination: @escaping @Sendable (SIPMessage) -> SIPTransport?
     ) -> EventLoopFuture<(any Channel)?> {
         guard let address = socket.localAddress else { return socket.eventLoop.makeSucceededFuture(nil) }
         return socket.setOption(reusePort, value: 1).flatMap {
             DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bound(toInterface: interface)
                 .channelOption(reusePort, value: 1)
                 .channelOption(.maxMessagesPerRead, value: messagesPerRead)
                 .channelOption(
@@ -96,11 +99,12 @@ final class ContactStreamListener: Sendable {
         self.accepted = accepted
     }
 
-    /// Listens at `flow`'s local address and port (after giving `flow` `SO_REUSEADDR`); requests
-    /// go to `inbound`, answers back on their connection. Nil (logged) when it cannot listen, or
-    /// for TLS without a certificate.
+    /// Listens at `flow`'s local address and port, on `interface` (the flow's, when it is bound
+    /// to one), after giving `flow` `SO_REUSEADDR`; requests go to `inbound`, answers back on
+    /// their connection. Nil (logged) when it cannot listen, or for TLS without a certificate.
     static func open(
-        beside flow: any Channel, kind: SIPTransportKind, tls: SIPTLSSettings, log: ThrottledLog,
+        beside flow: any Channel, interface: Int32? = nil, kind: SIPTransportKind, tls: SIPTLSSettings,
+        log: ThrottledLog,
         inbound: @escaping SIPInboundHandler
     ) async -> ContactStreamListener? {
         guard let address = flow.localAddress else { return nil }
@@ -115,6 +119,7 @@ final class ContactStreamListener: Sendable {
         do {
             try await flow.setOption(.socketOption(.so_reuseaddr), value: 1).get()
             let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .bound(toInterface: interface)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(.backlog, value: 16)
                 .childChannelInitializer { child in

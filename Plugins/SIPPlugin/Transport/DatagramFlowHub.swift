@@ -2,7 +2,8 @@ internal import NIOCore
 internal import NIOPosix
 internal import Synchronization
 
-/// The shared UDP sockets of one plugin: one per local address and registrar address, carrying
+/// The shared UDP sockets of one plugin: one per local address (and interface,
+/// ``InterfaceBinding``) and registrar address, carrying
 /// every account registering there (``SharedDatagramSocket``), so 1,000 accounts need one
 /// descriptor (two with the socket's Contact twin, ``ContactListener``) and one event loop
 /// instead of 1,000 of each.
@@ -17,6 +18,7 @@ internal import Synchronization
 final class DatagramFlowHub: Sendable {
     private struct Key: Hashable {
         var local: String
+        var interface: Int32?
         var remote: SocketAddress
     }
     private struct Entry {
@@ -40,12 +42,12 @@ final class DatagramFlowHub: Sendable {
     /// The sockets open now (for tests and status).
     var socketCount: Int { state.withLock { $0.entries.values.reduce(0) { $0 + $1.count } } }
 
-    /// A socket from `local` to `remote` on which `user` is reserved; the caller attaches its
-    /// flow and calls ``release(user:from:)`` when the flow ends.
-    func socket(for user: String, local: String, remote: SocketAddress) async throws -> (
+    /// A socket from `local` (bound to `interface` when given) to `remote` on which `user` is
+    /// reserved; the caller attaches its flow and calls ``release(user:from:)`` when the flow ends.
+    func socket(for user: String, local: String, interface: Int32? = nil, remote: SocketAddress) async throws -> (
         socket: SharedDatagramSocket, entry: UInt64
     ) {
-        let key = Key(local: local, remote: remote)
+        let key = Key(local: local, interface: interface, remote: remote)
         let localAddress = try SocketAddress(ipAddress: local, port: 0)
         let (entry, opening) = state.withLock { state -> (Entry, EventLoopPromise<SharedDatagramSocket>?) in
             if let index = state.entries[key]?.firstIndex(where: { !$0.users.contains(user) }) {
@@ -61,7 +63,9 @@ final class DatagramFlowHub: Sendable {
         // The open starts outside the lock: its callbacks take the lock.
         if let opening {
             let id = entry.id
-            let opened = SharedDatagramSocket.open(local: localAddress, remote: remote, log: log) { [weak self] in
+            let opened = SharedDatagramSocket.open(
+                local: localAddress, interface: interface, remote: remote, log: log
+            ) { [weak self] in
                 self?.forget(id, key: key)
             }
             opened.whenFailure { [weak self] _ in self?.forget(id, key: key) }

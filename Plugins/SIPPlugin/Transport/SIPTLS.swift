@@ -146,15 +146,15 @@ extension SIPTLS {
     /// Waits for `channel`'s handshake; on failure closes it and throws, for a certificate the
     /// client must not trust, a ``SIPTLSFailure`` saying why (see ``explain(_:leaf:expected:trust:)``).
     static func verify(
-        _ channel: any Channel, handshake: EventLoopPromise<Void>, local: SocketAddress, remote: SocketAddress,
-        serverName: String?, tls: SIPTLSSettings
+        _ channel: any Channel, handshake: EventLoopPromise<Void>, local: SocketAddress, interface: Int32? = nil,
+        remote: SocketAddress, serverName: String?, tls: SIPTLSSettings
     ) async throws {
         do {
             try await handshake.futureResult.get()
         } catch {
             try? await channel.close()
             guard isCertificateFailure(error) else { throw error }
-            let leaf = await offeredLeaf(local: local, remote: remote, serverName: serverName)
+            let leaf = await offeredLeaf(local: local, interface: interface, remote: remote, serverName: serverName)
             let why = explain(
                 error, leaf: leaf, expected: serverName ?? remote.ipAddress ?? "\(remote)",
                 trust: tls.caFile.map { "CA file \($0)" } ?? "the system trust store")
@@ -164,9 +164,9 @@ extension SIPTLS {
 
     /// The leaf certificate `remote` offers, fetched by a handshake that verifies nothing and is
     /// aborted as soon as the certificate arrived; only used to explain a refusal. Nil when none
-    /// arrives within 5 s.
+    /// arrives within 5 s. Leaves over `interface` like the flow it explains.
     static func offeredLeaf(
-        local: SocketAddress, remote: SocketAddress, serverName: String?
+        local: SocketAddress, interface: Int32? = nil, remote: SocketAddress, serverName: String?
     ) async -> NIOSSLCertificate? {
         var configuration = TLSConfiguration.makeClientConfiguration()
         configuration.minimumTLSVersion = .tlsv12
@@ -177,6 +177,7 @@ extension SIPTLS {
         let offered = group.any().makePromise(of: NIOSSLCertificate?.self)
         let channel = try? await ClientBootstrap(group: group)
             .connectTimeout(.seconds(5))
+            .bound(toInterface: interface)
             .bind(to: local)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

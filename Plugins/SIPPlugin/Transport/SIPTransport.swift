@@ -49,6 +49,9 @@ final class SIPTransport: Sendable {
     let channel: any Channel
     /// The bound local address as text, without port (what Contact and Via carry).
     let localHost: String
+    /// The interface the flow's sockets are bound to (``InterfaceBinding``); nil: none, the
+    /// kernel's route decides.
+    let interface: Int32?
     let localPort: Int
     let remote: SocketAddress
     /// Starts every Via branch of this flow: the account's tag, the same on each of its flows (a
@@ -68,7 +71,7 @@ final class SIPTransport: Sendable {
     private let life = Mutex(Life.open)
 
     init(
-        kind: SIPTransportKind, channel: any Channel, localHost: String, remote: SocketAddress,
+        kind: SIPTransportKind, channel: any Channel, localHost: String, interface: Int32? = nil, remote: SocketAddress,
         flowTag: String,
         share: (socket: SharedDatagramSocket, hub: DatagramFlowHub, entry: UInt64, user: String)? = nil,
         listener: ContactStreamListener? = nil, base: SIPTransport? = nil,
@@ -79,6 +82,7 @@ final class SIPTransport: Sendable {
         self.kind = kind
         self.channel = channel
         self.localHost = localHost
+        self.interface = interface
         self.localPort = channel.localAddress?.port ?? 0
         self.remote = remote
         self.share = share
@@ -110,14 +114,17 @@ final class SIPTransport: Sendable {
     /// `onLost` gets the flow when it ends without ``close()``.
     /// `log` takes the warnings a peer can provoke (malformed input), rate-limited.
     /// - Parameters:
+    ///   - interface: the interface every socket of the flow is bound to (``InterfaceBinding``),
+    ///     so it leaves over the link the path chose; nil leaves the route to the kernel.
     ///   - user: the account's user: requests for it on a shared UDP socket come to this flow.
     ///   - flowTag: starts the flow's branches (``flowTag``); nil for a random one.
     ///   - flows: where a UDP flow finds its socket (shared with the other accounts of the same
     ///     hub, local address and registrar); nil gives the flow a socket of its own.
     /// - Throws: ``SIPTLSFailure`` when the registrar's certificate is refused (permanent).
     static func open(
-        kind: SIPTransportKind, localHost: String, remote: SocketAddress, tls: SIPTLSSettings = SIPTLSSettings(),
-        serverName: String? = nil, log: ThrottledLog, user: String = "", flowTag: String? = nil,
+        kind: SIPTransportKind, localHost: String, interface: Int32? = nil, remote: SocketAddress,
+        tls: SIPTLSSettings = SIPTLSSettings(), serverName: String? = nil, log: ThrottledLog, user: String = "",
+        flowTag: String? = nil,
         flows: DatagramFlowHub? = nil,
         onLost: @escaping @Sendable (SIPTransport) -> Void, onPong: @escaping @Sendable () -> Void,
         listen: Bool = true, inbound: @escaping SIPInboundHandler
@@ -126,7 +133,7 @@ final class SIPTransport: Sendable {
         let flowTag = flowTag ?? Self.newFlowTag()
         if kind == .udp {
             return try await openDatagram(
-                localHost: localHost, remote: remote, user: user, flowTag: flowTag,
+                localHost: localHost, interface: interface, remote: remote, user: user, flowTag: flowTag,
                 hub: flows ?? DatagramFlowHub(log: log), callbacks: callbacks, onLost: onLost)
         }
         let local = try SocketAddress(ipAddress: localHost, port: 0)
@@ -138,6 +145,7 @@ final class SIPTransport: Sendable {
         do {
             channel = try await ClientBootstrap(group: group)
                 .connectTimeout(.seconds(5))
+                .bound(toInterface: interface)
                 .bind(to: local)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
@@ -157,27 +165,29 @@ final class SIPTransport: Sendable {
         }
         if let handshake {
             try await SIPTLS.verify(
-                channel, handshake: handshake, local: local, remote: remote, serverName: serverName, tls: tls)
+                channel, handshake: handshake, local: local, interface: interface, remote: remote,
+                serverName: serverName, tls: tls)
         }
         let listener =
             listen
-            ? await ContactStreamListener.open(beside: channel, kind: kind, tls: tls, log: log, inbound: inbound) : nil
+            ? await ContactStreamListener.open(
+                beside: channel, interface: interface, kind: kind, tls: tls, log: log, inbound: inbound) : nil
         let transport = SIPTransport(
-            kind: kind, channel: channel, localHost: localHost, remote: remote, flowTag: flowTag, listener: listener,
-            onLost: onLost)
+            kind: kind, channel: channel, localHost: localHost, interface: interface, remote: remote,
+            flowTag: flowTag, listener: listener, onLost: onLost)
         channel.closeFuture.whenComplete { [transport] _ in transport.end(as: .lost) }
         return transport
     }
 
     /// A UDP flow: `user`'s share of the hub's socket for this local address and registrar.
     private static func openDatagram(
-        localHost: String, remote: SocketAddress, user: String, flowTag: String, hub: DatagramFlowHub,
-        callbacks: FlowCallbacks, onLost: @escaping @Sendable (SIPTransport) -> Void
+        localHost: String, interface: Int32?, remote: SocketAddress, user: String, flowTag: String,
+        hub: DatagramFlowHub, callbacks: FlowCallbacks, onLost: @escaping @Sendable (SIPTransport) -> Void
     ) async throws -> SIPTransport {
-        let (socket, entry) = try await hub.socket(for: user, local: localHost, remote: remote)
+        let (socket, entry) = try await hub.socket(for: user, local: localHost, interface: interface, remote: remote)
         let transport = SIPTransport(
-            kind: .udp, channel: socket.channel, localHost: localHost, remote: remote, flowTag: flowTag,
-            share: (socket, hub, entry, user), onLost: onLost)
+            kind: .udp, channel: socket.channel, localHost: localHost, interface: interface, remote: remote,
+            flowTag: flowTag, share: (socket, hub, entry, user), onLost: onLost)
         transport.callbacks.withLock { $0 = callbacks }
         guard socket.attach(transport, user: user) else {
             hub.release(user: user, from: entry)

@@ -6,8 +6,10 @@ internal import Synchronization
 /// The agent's flows: the one to the registrar for the current path, its opening, its loss, and
 /// closing what the path no longer has.
 extension SIPUserAgent {
-    /// The flow for the current path: the existing one when its address is still the chosen one,
-    /// otherwise a new one bound to the path's address (the old one is closed).
+    /// The flow for the current path: the existing one when its address and interface are still
+    /// the chosen ones, otherwise a new one bound to the path's address and, where the kernel's
+    /// route could take another link, to the path's interface (``InterfaceBinding``); the old
+    /// one is closed.
     ///
     /// Invariant: an opening that a newer one replaced (the address changed again while it
     /// connected), or that ``closeStaleTransports(path:)`` or ``close()`` dropped, never becomes
@@ -20,7 +22,10 @@ extension SIPUserAgent {
         guard let local = Self.localAddress(in: path, family: family) else {
             throw PluginError("no usable \(family.rawValue) address on the current path")
         }
-        if let current = transport, current.isActive, current.localHost == local, current.remote == remote {
+        let interface = InterfaceBinding.interface(for: local, toward: remote, in: path)
+        if let current = transport, current.isActive, current.localHost == local, current.interface == interface,
+            current.remote == remote
+        {
             return current
         }
         // Actions of different services (registration, subscriptions) may interleave here: they
@@ -31,7 +36,12 @@ extension SIPUserAgent {
             table.flowClosed(ObjectIdentifier(stale))
             // A flow that died on its own is reported as lost by its close callback, not closed here.
             if stale.isActive {
-                logger.info("sip.transport-rebuilt", metadata: ["from": "\(stale.localHost)", "to": "\(local)"])
+                logger.info(
+                    "sip.transport-rebuilt",
+                    metadata: [
+                        "from": "\(stale.localHost)", "to": "\(local)",
+                        "interface": "\(interface.map { "\($0)" } ?? "-")",
+                    ])
                 await stale.close(graceful: false)
             }
         }
@@ -39,7 +49,8 @@ extension SIPUserAgent {
         let generation = openingGeneration
         let task = Task {
             do {
-                return try await install(try await openFlow(local: local, remote: remote), generation: generation)
+                let opened = try await openFlow(local: local, interface: interface, remote: remote)
+                return try await install(opened, generation: generation)
             } catch {
                 if opening?.generation == generation { opening = nil }
                 throw error
@@ -63,12 +74,15 @@ extension SIPUserAgent {
         return opened
     }
 
-    func openFlow(local: String, remote: SocketAddress) async throws -> SIPTransport {
+    /// A new flow to `remote` from `local`, its sockets bound to `interface` when given
+    /// (``InterfaceBinding/interface(for:toward:in:)`` chooses it).
+    func openFlow(local: String, interface: Int32?, remote: SocketAddress) async throws -> SIPTransport {
         serverTransactions.onAckTimeout { [weak self] invite in Task { await self?.finalNotAcknowledged(invite) } }
+        InterfaceBinding.noteIfUnavailable(logger)
         let layer = transactionLayer(reliable: account.transport != .udp)
         do {
             return try await SIPTransport.open(
-                kind: account.transport, localHost: local, remote: remote, tls: account.tls,
+                kind: account.transport, localHost: local, interface: interface, remote: remote, tls: account.tls,
                 serverName: SIPTLS.serverName(account.tls, host: account.registrarHost), log: throttledLog,
                 user: account.user, flowTag: flowTag, flows: flows,
                 onLost: { [weak self] lost in Task { await self?.flowLost(lost) } },
@@ -133,12 +147,16 @@ extension SIPUserAgent {
             + (publication?.etag == nil ? [] : [account.presencePublishService])
     }
 
-    /// Closes the flow when its local address is no longer on the path.
+    /// Closes the flow when its local address is no longer on the path, or no longer on the
+    /// interface its sockets are bound to (a link deleted and made again has a new index).
     public func closeStaleTransports(path: NetworkPath) async {
         if let opening, !path.addresses.contains(where: { $0.address == opening.local }) { self.opening = nil }
         closeDirectConnections(keeping: Set(path.addresses.map(\.address)))
         guard let current = transport else { return }
-        if !path.addresses.contains(where: { $0.address == current.localHost }) {
+        let onPath = path.addresses.contains { address in
+            address.address == current.localHost && current.interface.map { $0 == address.ifindex } != false
+        }
+        if !onPath {
             logger.info("sip.transport-closed", metadata: ["address": "\(current.localHost)"])
             transport = nil
             table.flowClosed(ObjectIdentifier(current))

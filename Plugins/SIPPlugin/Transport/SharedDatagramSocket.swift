@@ -62,15 +62,18 @@ final class SharedDatagramSocket: Sendable {
         self.gate = gate
     }
 
-    /// Opens a socket bound to `local` (port chosen by the kernel) and connected to `remote`, with
-    /// its twin listening on the same port for every other source (``ContactListener``);
-    /// `onClosed` runs once when its channel has closed, after every flow was told.
+    /// Opens a socket bound to `local` (port chosen by the kernel; and to `interface` when given,
+    /// ``InterfaceBinding``) and connected to `remote`, with its twin listening on the same port
+    /// and interface for every other source (``ContactListener``); `onClosed` runs once when its
+    /// channel has closed, after every flow was told.
     static func open(
-        local: SocketAddress, remote: SocketAddress, log: ThrottledLog, onClosed: @escaping @Sendable () -> Void
+        local: SocketAddress, interface: Int32? = nil, remote: SocketAddress, log: ThrottledLog,
+        onClosed: @escaping @Sendable () -> Void
     ) -> EventLoopFuture<SharedDatagramSocket> {
         let box = SocketSlot()
         let gate = ContactGate(log: log)
         return DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bound(toInterface: interface)
             // One readable event drains a window's worth of answers (NIO's default is 4), so the
             // REGISTERs they admit leave in one flush.
             .channelOption(.maxMessagesPerRead, value: Self.messagesPerRead)
@@ -90,24 +93,26 @@ final class SharedDatagramSocket: Sendable {
             .flatMap { channel in
                 // The twin joins the port's reuse-port group before the connect: Linux prefers a
                 // connected member for its peer only in a group it knows has connections.
-                ContactListener.openTwin(of: channel, gate: gate) { box.socket?.destination(of: $0) }
-                    .flatMap { listener in
-                        channel.connect(to: remote).map {
-                            let socket = SharedDatagramSocket(
-                                channel: channel, remote: remote, listener: listener, gate: gate)
-                            box.socket = socket
-                            channel.closeFuture.whenComplete { _ in
-                                listener?.close(promise: nil)
-                                socket.closed()
-                                onClosed()
-                            }
-                            return socket
-                        }
-                        .flatMapError { error in
+                ContactListener.openTwin(of: channel, interface: interface, gate: gate) {
+                    box.socket?.destination(of: $0)
+                }
+                .flatMap { listener in
+                    channel.connect(to: remote).map {
+                        let socket = SharedDatagramSocket(
+                            channel: channel, remote: remote, listener: listener, gate: gate)
+                        box.socket = socket
+                        channel.closeFuture.whenComplete { _ in
                             listener?.close(promise: nil)
-                            return channel.close().flatMapThrowing { throw error }
+                            socket.closed()
+                            onClosed()
                         }
+                        return socket
                     }
+                    .flatMapError { error in
+                        listener?.close(promise: nil)
+                        return channel.close().flatMapThrowing { throw error }
+                    }
+                }
             }
     }
 

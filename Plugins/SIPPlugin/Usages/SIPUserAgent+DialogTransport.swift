@@ -57,7 +57,7 @@ extension SIPUserAgent {
             return fallback(flow, uri, "udp target from a \(flow.kind.rawValue) account")
         default:
             do {
-                return try await directConnection(kind, to: address, host: target.host, from: flow.localHost)
+                return try await directConnection(kind, to: address, host: target.host, from: flow)
             } catch {
                 return fallback(flow, uri, "\(error)")
             }
@@ -82,13 +82,18 @@ extension SIPUserAgent {
         }
     }
 
-    /// Our connection to `address` (opened from `local` when there is none, or the last one
-    /// closed); the oldest other one is closed when ``maximumDirectConnections`` are open.
+    /// Our connection to `address` (opened from `flow`'s address and over its interface,
+    /// ``InterfaceBinding/interface(of:toward:)``, when there is none, or the last one closed);
+    /// the oldest other one is closed when ``maximumDirectConnections`` are open.
     private func directConnection(
-        _ kind: SIPTransportKind, to address: SocketAddress, host: String, from local: String
+        _ kind: SIPTransportKind, to address: SocketAddress, host: String, from flow: SIPTransport
     ) async throws -> SIPTransport {
+        let local = flow.localHost
+        let interface = InterfaceBinding.interface(of: flow, toward: address)
         if let kept = directConnections.first(where: { $0.address == address && $0.local == local })?.opening {
-            if let open = try? await kept.value, open.isActive, open.kind == kind { return open }
+            if let open = try? await kept.value, open.isActive, open.kind == kind, open.interface == interface {
+                return open
+            }
             directConnections.removeAll { $0.opening == kept }
         }
         while directConnections.count >= Self.maximumDirectConnections {
@@ -98,7 +103,7 @@ extension SIPUserAgent {
         let layer = transactionLayer(reliable: true, provesFlow: false)
         let opening = Task {
             try await SIPTransport.open(
-                kind: kind, localHost: local, remote: address, tls: tls,
+                kind: kind, localHost: local, interface: interface, remote: address, tls: tls,
                 serverName: SIPTLS.serverName(tls, host: host), log: log, user: user, flowTag: flowTag,
                 onLost: { [weak self] lost in Task { await self?.directConnectionLost(lost) } }, onPong: {},
                 listen: false, inbound: layer.receive)
@@ -158,7 +163,8 @@ extension SIPTransport {
     func toward(_ target: SocketAddress) -> SIPTransport? {
         guard kind == .udp, let twin = sharedSocket?.listener else { return nil }
         return SIPTransport(
-            kind: .udp, channel: twin, localHost: localHost, remote: target, flowTag: flowTag, base: self,
+            kind: .udp, channel: twin, localHost: localHost, interface: interface, remote: target, flowTag: flowTag,
+            base: self,
             onLost: { _ in })
     }
 }

@@ -114,7 +114,9 @@ extension SIPUserAgent {
     private func probe(_ target: SIPTarget, path: NetworkPath) async -> Bool {
         guard let remote = try? target.socketAddress,
             let local = Self.localAddress(in: path, family: remote.protocol == .inet6 ? .ipv6 : .ipv4),
-            let flow = try? await openFlow(local: local, remote: remote)
+            let flow = try? await openFlow(
+                local: local, interface: InterfaceBinding.interface(for: local, toward: remote, in: path),
+                remote: remote)
         else { return false }
         probeFlows.insert(ObjectIdentifier(flow))
         let answered = (try? await pingDatagram(flow)) ?? false

@@ -123,9 +123,14 @@ extension SIPUserAgent {
         guard let local = Self.localAddress(in: path, family: remote.protocol == .inet6 ? .ipv6 : .ipv4) else {
             throw PluginError("no usable address for the second flow")
         }
-        if let flow = secondFlow.flow, flow.isActive, flow.remote == remote, flow.localHost == local { return flow }
+        let interface = InterfaceBinding.interface(for: local, toward: remote, in: path)
+        if let flow = secondFlow.flow, flow.isActive, flow.remote == remote, flow.localHost == local,
+            flow.interface == interface
+        {
+            return flow
+        }
         await dropSecondFlow(reason: "moved")
-        let flow = try await openFlow(local: local, remote: remote)
+        let flow = try await openFlow(local: local, interface: interface, remote: remote)
         secondFlow.flow = flow
         secondFlow.target = target
         return flow

@@ -48,22 +48,8 @@ extension SIPUserAgent {
         direct.routeSet = []
         let flow = try? await self.flow(for: path)
         guard calls[id]?.dialogID == call.dialogID else { return }
-        end(id, trigger: "server", reason: reason)
+        await feed(id, .terminate(trigger: "server", reason: reason, downtime: nil))
         guard let flow else { return }
-        let request = inDialogRequest("BYE", call: call, dialog: direct, flow: flow)
-        Task {
-            do {
-                _ = try await self.exchange(request, uri: request.requestURI ?? call.peer, over: flow) {
-                    direct.nextLocalCSeq()
-                }
-            } catch {
-                self.logger.notice(
-                    "sip.call-bye-failed",
-                    metadata: [
-                        "call-id": "\(LogText.escaped(call.dialogID.callID, limit: 64))",
-                        "error": "\(LogText.escaped("\(error)", limit: 120))",
-                    ])
-            }
-        }
+        Task { await self.sendBye(of: call, dialog: direct, over: flow) }
     }
 }

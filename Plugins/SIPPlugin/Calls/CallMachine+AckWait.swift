@@ -23,7 +23,7 @@ extension CallMachine {
             guard phase != .ended else { return [] }
             let wait = AckWait(cseq: cseq, retransmission: AnswerRetransmission(timers: timers))
             ackWait = wait
-            return wait.retransmission.start(at: now).map(Self.callAction)
+            return translate(wait.retransmission.start(at: now))
         case .ackArrived(let cseq):
             guard ackWait?.cseq == cseq else { return [] }
             ackWait = nil
@@ -40,18 +40,19 @@ extension CallMachine {
         guard var wait = ackWait else { return [] }
         let actions = wait.retransmission.timerFired(timer, at: now)
         ackWait = wait.retransmission.waiting ? wait : nil
-        return actions.flatMap { action -> [CallAction] in
-            guard action == .ackTimedOut else { return [Self.callAction(action)] }
-            return [.disarm(.answerResend), .end(trigger: "timeout", reason: "no ACK", downtime: nil)]
-        }
+        return translate(actions)
     }
 
-    private static func callAction(_ action: AnswerRetransmission.Action) -> CallAction {
-        switch action {
-        case .resend: .retransmitAnswer
-        case .arm(.resend, let at): .arm(.answerResend, at: at)
-        case .arm(.giveUp, let at): .arm(.ackWait, at: at)
-        case .ackTimedOut: .end(trigger: "timeout", reason: "no ACK", downtime: nil)
+    /// The retransmission's actions as the call's.
+    private mutating func translate(_ actions: [AnswerRetransmission.Action]) -> [CallAction] {
+        actions.flatMap { action -> [CallAction] in
+            switch action {
+            case .resend: [.retransmitAnswer]
+            case .arm(.resend, let at): [.arm(.answerResend, at: at)]
+            case .arm(.giveUp, let at): [.arm(.ackWait, at: at)]
+            case .ackTimedOut:
+                [.note(.ackTimedOut), .disarm(.answerResend)] + finish(trigger: "timeout", reason: "no ACK")
+            }
         }
     }
 }

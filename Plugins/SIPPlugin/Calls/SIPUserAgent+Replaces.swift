@@ -14,10 +14,10 @@ extension SIPUserAgent {
     /// Our calls as the `Replaces` rules see them.
     var replaceableCalls: [ReplaceableCall] {
         calls.all.values.map { call in
-            let confirmed = [.active, .held, .remotelyHeld].contains(call.phase)
+            let confirmed = call.machine.isEstablished
             return ReplaceableCall(
                 id: call.id, callID: call.dialogID.callID, localTag: call.dialogID.localTag,
-                remoteTag: call.dialogID.remoteTag ?? (call.isOutgoing ? call.machine.earlyRemoteTag : nil),
+                remoteTag: call.dialogID.remoteTag ?? (call.isOutgoing ? call.machine.early.remoteTag : nil),
                 weInitiated: call.isOutgoing, isConfirmed: confirmed)
         }
     }
@@ -36,11 +36,11 @@ extension SIPUserAgent {
             calls[old]?.media = previous.media
             return
         }
-        guard let current = calls[old] else { return }
+        guard calls[old] != nil else { return }
         if confirmed {
-            try? await bye(old, call: current, flow: flow, trigger: "remote", reason: "replaced")
+            try? await bye(old, over: flow, trigger: "remote", reason: "replaced")
         } else {
-            try? await hangUpRingingOut(old, call: current, flow: flow, reason: "replaced")
+            try? await hangUpRingingOut(old, flow: flow, reason: "replaced")
         }
     }
 }
