@@ -12,6 +12,8 @@
 //   netres-bench push [calls] [idle-seconds]        push → 180 vs the registrar round trip; asleep vs background (root)
 //   netres-bench nat [minutes] [rebindings]         idle reachability behind NAT, rebinding → binding and media (root)
 //   netres-bench amnesia [udp=N] [tcp=M] [ping=S]   binding checks: their cost, a registrar's restart (root)
+//   netres-bench memory [accounts=N] [flood=S] [after=S] [soak=MIN] [fault-every=S]
+//                                                   RSS before, during and after a flood; across a soak (root)
 //   netres-bench background-restart [after=S]       a registrar's restart in the background, UDP vs TCP (root)
 //   netres-bench pjsip [changes]                    pjsua2 alone, told, and with netres: address change → binding, re-INVITE (root)
 //   netres-bench ctl [runs] [pushes]                netres-ctl vs netres ctl start; push over a session → REGISTER (root)
@@ -58,17 +60,22 @@ do {
         try await NATBenchmark(minutes: min(max(minutes, 1), 120), rebindings: min(max(rebindings, 1), 100)).run()
     case "amnesia":
         var benchmark = AmnesiaBenchmark()
-        for option in arguments.dropFirst() {
-            let parts = option.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, let value = Int(parts[1]) else {
-                throw BenchError("unknown amnesia option \(option)")
-            }
-            switch parts[0] {
+        for (name, value) in try numberOptions(arguments.dropFirst(), of: "amnesia") {
+            switch name {
             case "udp": benchmark.udpAccounts = min(max(value, 0), 1000)
             case "tcp": benchmark.tcpAccounts = min(max(value, 0), 200)
             case "ping": benchmark.flowPing = min(max(value, 2), 600)
-            default: throw BenchError("unknown amnesia option \(option)")
+            default: throw BenchError("unknown amnesia option \(name)")
             }
+        }
+        try await benchmark.run()
+    case "memory":
+        var benchmark = MemoryBenchmark()
+        for (name, value) in try numberOptions(arguments.dropFirst(), of: "memory") {
+            guard let (field, range) = MemoryBenchmark.options[name] else {
+                throw BenchError("unknown memory option \(name)")
+            }
+            benchmark[keyPath: field] = min(max(value, range.lowerBound), range.upperBound)
         }
         try await benchmark.run()
     case "background-restart":
@@ -108,6 +115,7 @@ do {
                 + " | push [calls] [idle-seconds]"
                 + " | nat [minutes] [rebindings]"
                 + " | amnesia [udp=N] [tcp=M] [ping=S]"
+                + " | memory [accounts=N] [flood=S] [after=S] [soak=MIN] [fault-every=S]"
                 + " | background-restart [after=S]"
         )
         exit(64)

@@ -56,9 +56,12 @@ public final class SIPPlugin: ResiliencePlugin {
     ///     `netres.call.recovery`) come from; nil for the
     ///     bootstrapped `MetricsSystem`.
     ///   - logger: SIP transactions and flows log here; never a password.
+    ///   - logBudget: bounds the lines a peer can provoke (stray responses, lost flows, refused DNS
+    ///     targets...) per kind for every account together; pass the process's to share it with
+    ///     the rest of the process (a daemon's push lines), or leave the plugin its own.
     public init(
         accounts: [SIPAccount], timers: SIPTimers = SIPTimers(), pacing: PacingWindow.Settings = .init(),
-        metricsFactory: (any MetricsFactory)? = nil, logger: Logger
+        metricsFactory: (any MetricsFactory)? = nil, logBudget: LogBudget? = nil, logger: Logger
     ) {
         self.accounts = accounts
         self.accountsByName = Dictionary(accounts.map { ($0.name, $0) }, uniquingKeysWith: { first, _ in first })
@@ -70,9 +73,12 @@ public final class SIPPlugin: ResiliencePlugin {
         var agents: [String: SIPUserAgent] = [:]
         var pacers: [String: RegistrarPacer] = [:]
         // One UDP socket per local address and registrar for all accounts (see `DatagramFlowHub`).
-        let flows = DatagramFlowHub(log: ThrottledLog(logger: logger, clock: ContinuousClock()))
+        // Its log holds the plugin's log budget, which every account shares (`SIPUserAgent`).
+        let wireLog = ThrottledLog(
+            logger: logger, clock: ContinuousClock(), budget: logBudget ?? ThrottledLog.newBudget())
+        let flows = DatagramFlowHub(log: wireLog)
         // One RFC 3263 resolution per registrar name for all accounts (see `RegistrarDirectory`).
-        let directory = RegistrarDirectory(logger: logger)
+        let directory = RegistrarDirectory(logger: logger, log: wireLog)
         self.directory = directory
         for account in accounts {
             let registrar =
@@ -171,7 +177,7 @@ public final class SIPPlugin: ResiliencePlugin {
     /// sends the BYEs of calls hung up meanwhile once it is satisfied again.
     public func pathChanged(_ path: NetworkPath) {
         // Another network may have other DNS servers and answers (RFC 3263 targets re-resolved).
-        directory.networkChanged()
+        directory.networkChanged(ownAddresses: Set(path.addresses.map(\.address)))
         for agent in agents.values { agent.pathChanged(path) }
     }
 

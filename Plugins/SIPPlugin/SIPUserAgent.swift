@@ -22,7 +22,8 @@ public actor SIPUserAgent {
     /// Transaction timers and pong timeouts run on the clock the runtime lends (see
     /// ``SIPPlugin``'s `perform`); tests may pass a `ManualClock` at init.
     nonisolated let clock: LentClock
-    /// Warnings a peer can provoke, rate-limited per kind.
+    /// Warnings a peer can provoke, rate-limited per kind for the whole plugin (the budget of the
+    /// shared sockets' log, ``SIPPlugin``'s), or for this agent alone without shared sockets.
     nonisolated let throttledLog: ThrottledLog
     /// The ordered stream of inbound requests and the task that serves it, while flows are open.
     var inboundSession: (sink: AsyncStream<InboundRequest>.Continuation, task: Task<Void, Never>)?
@@ -151,7 +152,7 @@ public actor SIPUserAgent {
         self.logger = logger
         let lent = LentClock(clock)
         self.clock = lent
-        self.throttledLog = ThrottledLog(logger: logger, clock: lent)
+        self.throttledLog = flows?.log.sharing(logger: logger, clock: lent) ?? ThrottledLog(logger: logger, clock: lent)
         self.serverTransactions = ServerTransactionTable(timers: timers, clock: lent)
         self.registration = RegistrationState(expires: account.expires)
         self.push = account.push

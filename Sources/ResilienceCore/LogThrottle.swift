@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Rate-limits repeated warnings per kind: the first `limit` of a window are logged, the rest
 /// are counted, and the next one logged after the window names how many were suppressed.
 ///
@@ -51,4 +53,28 @@ public struct LogThrottle: Sendable {
 
     /// Events of `kind` suppressed in its current window and not yet reported.
     public func pendingSuppressed(_ kind: String) -> Int { windows[kind]?.suppressed ?? 0 }
+}
+
+/// One process's budget of log lines that anyone outside can provoke (a peer's datagrams, a
+/// local caller's pushes): a shared ``LogThrottle``, so the lines of one kind per window are
+/// bounded for the whole process, however many accounts, sockets or callers produce them.
+///
+/// Whoever assembles the process makes one and hands it to every part that writes such lines
+/// (the SIP plugin and its accounts, the daemon's push log); each kind is a fixed name from code.
+/// Invariant: the ``LogThrottle`` invariants, across every holder of this object.
+public final class LogBudget: Sendable {
+    private let throttle: Mutex<LogThrottle>
+
+    /// - Parameters: see ``LogThrottle/init(limit:window:)``.
+    public init(limit: Int = 10, window: Duration = .seconds(60)) {
+        throttle = Mutex(LogThrottle(limit: limit, window: window))
+    }
+
+    /// Decides one line of `kind` at `now` (see ``LogThrottle/admit(_:at:)``).
+    public func admit(_ kind: String, at now: ContinuousClock.Instant) -> LogThrottle.Verdict {
+        throttle.withLock { $0.admit(kind, at: now) }
+    }
+
+    /// Lines of `kind` held back in the current window and not yet reported.
+    public func pendingSuppressed(_ kind: String) -> Int { throttle.withLock { $0.pendingSuppressed(kind) } }
 }

@@ -66,6 +66,8 @@ public final class Daemon: Sendable {
     let messages = MessageBook()
     /// Keeps a flood of call events out of the log and the hooks (``CallEventThrottle``).
     let callEventThrottle = CallEventThrottle()
+    /// The process's budget of lines others can provoke: the SIP plugin's wire lines and a push's.
+    let logBudget = LogBudget()
     /// The metrics `netres run` exports; nil unless the config has `metrics:`.
     public let metrics: DaemonMetrics?
     /// Serves ``metrics`` on `GET /metrics`; nil unless the config has `metrics:`.
@@ -123,7 +125,7 @@ public final class Daemon: Sendable {
         self.plugin = SIPPlugin(
             accounts: accounts, timers: SIPTimers(pongTimeout: config.flowPingTimeout),
             pacing: PacingWindow.Settings(ceiling: config.registerRateCeiling),
-            metricsFactory: metrics?.factory, logger: logger)
+            metricsFactory: metrics?.factory, logBudget: logBudget, logger: logger)
         self.metrics = metrics
         self.metricsEndpoint = config.metrics.map { MetricsEndpoint(config: $0, metrics: metrics!, logger: logger) }
         let runtimeClock = clock ?? EventLoopClock.onSingletonGroup()
@@ -245,14 +247,17 @@ struct EventFollower: Service {
         var feedRenderer = DaemonLogLine(json: true)
         var ready = false
         for await event in daemon.events {
-            let rendered = renderer.render(event)
-            await daemon.output(rendered)
-            // The feed's JSON renderer sees every transition, so its numbers are the log's.
+            // The log is budgeted per kind (a push flood); the event feed has its own bound.
+            let admitted = await daemon.admitsLine(for: event)
             let listened = daemon.eventFeed.hasSubscribers
             var json: String?
-            if renderer.json {
-                json = rendered
-            } else if listened || { if case .transition = event { true } else { false } }() {
+            if admitted {
+                let rendered = renderer.render(event)
+                await daemon.output(rendered)
+                if renderer.json { json = rendered }
+            }
+            // The feed's JSON renderer sees every transition, so its numbers are the log's.
+            if json == nil, listened || { if case .transition = event { true } else { false } }() {
                 json = feedRenderer.render(event)
             }
             if listened, let json, let line = ExternalPluginLines.event(json) { daemon.eventFeed.publish(line) }

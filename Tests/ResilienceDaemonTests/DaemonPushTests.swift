@@ -69,6 +69,48 @@ struct DaemonPushTests {
         try await running.value
         await daemon.stop()
     }
+
+    /// A local caller pushing in a loop gets a bounded log: the push lines, and the decision
+    /// and action lines each push causes, share the process's log budget (10 per kind a minute),
+    /// while every push is still decided.
+    @Test func pushesInALoopWriteABoundedNumberOfLines() async throws {
+        let directory = "/tmp/netres-daemon-push-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let config = try DaemonConfigFile.parse(
+            """
+            control-socket: ctl.sock
+            app-state: suspended
+            accounts:
+              - { name: alice, registrar: 127.0.0.1, port: 9, user: alice, domain: example.test, password: x }
+            """, file: directory + "/netres.yaml", directory: directory)
+        let lines = Lines()
+        var logger = Logger(label: "daemon-push-budget-test")
+        logger.logLevel = .critical
+        let daemon = try Daemon(
+            config: config, source: ScriptedNetworkSource(), output: { lines.append($0) }, logger: logger)
+        let decisions = EventRecorder.recording(daemon.manager.events())
+        try await daemon.start()
+        let group = daemon.makeGroup(signals: [])
+        let running = Task { try await group.run() }
+        let pushes = 25
+        for _ in 0..<pushes { #expect(await daemon.handle(line: "push alice --kind call") == "ok push alice call\n") }
+        try await decisions.wait {
+            $0.filter { $0.decision?.trigger.name == "push.received.call" }.count == pushes
+        }
+        await group.triggerGracefulShutdown()
+        try await running.value
+        await daemon.stop()
+        let all = lines.all.withLock { $0 }
+        let pushLines = all.filter { $0.hasSuffix(" push call alice") || $0.contains(" push call alice held-back=") }
+        #expect(pushLines.count == LogThrottle().limit, "\(pushLines.count) push lines for \(pushes) pushes")
+        let decisionLines = all.filter { $0.contains("decision push.received.call") }
+        #expect(decisionLines.count == LogThrottle().limit, "\(decisionLines.count) decision lines")
+        // Action lines: at most the budget for each outcome they name.
+        let actionLines = all.filter { $0.contains("action push.received.call") }
+        let outcomes = Set(actionLines.map { $0.components(separatedBy: "-> ").last?.prefix { $0 != " " } ?? "" })
+        #expect(actionLines.count <= LogThrottle().limit * max(outcomes.count, 1), "\(actionLines.count) action lines")
+    }
 }
 
 struct ControlPushCommandTests {

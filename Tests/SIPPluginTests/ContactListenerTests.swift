@@ -96,7 +96,7 @@ struct ContactListenerTests {
             let (plugin, account, contact) = try await registered(kamailio, transport: .tcp, user: user)
             let (host, port) = try #require(ContactProbe.hostPort(of: contact))
             let listener = try #require(await plugin.agent(for: user)?.transport?.listener)
-            let attempts = ContactGate.maximumConnections + 6
+            let attempts = ContactConnections.maximum + 6
             let closedByListener = await OffThePool.run {
                 let connections = (0..<attempts).compactMap { _ in ContactProbe.connect(host, port) }
                 defer { for fd in connections { close(fd) } }
@@ -105,14 +105,64 @@ struct ContactListenerTests {
                 var byte: UInt8 = 0
                 return connections.filter { recv($0, &byte, 1, Int32(MSG_DONTWAIT)) == 0 }.count
             }
-            #expect(closedByListener >= attempts - ContactGate.maximumConnections)
-            #expect(listener.connectionCount <= ContactGate.maximumConnections)
-            #expect(listener.gate.refused >= attempts - ContactGate.maximumConnections)
+            #expect(closedByListener >= attempts - ContactConnections.maximum)
+            // All from one source address: it keeps at most its own share, the oldest evicted.
+            #expect(listener.connectionCount <= ContactConnections.perSource)
+            #expect(listener.gate.refused >= attempts - ContactConnections.maximum)
             // Once they are gone, the Contact answers again and the registrar's flow went on.
             #expect(await eventually(within: .seconds(10)) { listener.connectionCount == 0 })
             let (answer, _) = try await probe(contact, transport: .tcp)
             #expect(answer?.status == 200)
             try await plugin.perform(action(.refreshRegistration, account.registrationService), context: context())
+            await plugin.agent(for: user)?.close()
+        }
+    }
+
+    /// A squatter holding every slot from many source addresses (each connection said something
+    /// once, so none is closed as silent) does not shut the Contact: a stranger's OPTIONS gets
+    /// its answer within 5 s, the listener closing the connection idle longest to make room.
+    @Test func aSquatterHoldingEverySlotDoesNotStopALegitimateRequest() async throws {
+        try await withLoopbackRegistrar { kamailio in
+            let user = uniqueUser("squat")
+            let (plugin, _, contact) = try await registered(kamailio, transport: .tcp, user: user)
+            let (host, port) = try #require(ContactProbe.hostPort(of: contact))
+            let listener = try #require(await plugin.agent(for: user)?.transport?.listener)
+            let sources = ContactConnections.maximum / 4
+            let squatter = await OffThePool.run {
+                (0..<ContactConnections.maximum).compactMap { index -> Int32? in
+                    guard let fd = ContactProbe.connect(host, port, from: "127.0.1.\(1 + index % sources)") else {
+                        return nil
+                    }
+                    let keepAlive: [UInt8] = Array("\r\n\r\n".utf8)
+                    _ = keepAlive.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                    return fd
+                }
+            }
+            defer { for fd in squatter { close(fd) } }
+            #expect(squatter.count == ContactConnections.maximum)
+            #expect(await eventually(within: .seconds(30)) { listener.connectionCount == ContactConnections.maximum })
+            let (answer, _, refused) = try await ContactProbe.optionsOverTCP(to: contact, within: 5)
+            #expect(!refused && answer?.status == 200, "the Contact answered a stranger despite the squatter")
+            #expect(listener.gate.refused >= 1, "a squatter's connection made room")
+            await plugin.agent(for: user)?.close()
+        }
+    }
+
+    /// A connection that sends nothing holds no slot for long: the listener closes it a few
+    /// seconds after its accept (``ContactConnections/firstByteWait``), not after 120 s of idling.
+    @Test func aConnectionThatSaysNothingIsClosedSoonAfterItsAccept() async throws {
+        try await withLoopbackRegistrar { kamailio in
+            let user = uniqueUser("mute")
+            let (plugin, _, contact) = try await registered(kamailio, transport: .tcp, user: user)
+            let (host, port) = try #require(ContactProbe.hostPort(of: contact))
+            let listener = try #require(await plugin.agent(for: user)?.transport?.listener)
+            let fd = try #require(await OffThePool.run { ContactProbe.connect(host, port) })
+            defer { close(fd) }
+            #expect(await eventually(within: .seconds(30)) { listener.connectionCount == 1 })
+            // Well under the 120 s idle timeout: only the first-byte wait can close it this soon.
+            #expect(await eventually(within: .seconds(60)) { listener.connectionCount == 0 })
+            let closed = await OffThePool.run { ContactProbe.receive(on: fd, within: 5).closed }
+            #expect(closed, "the listener closed the silent connection")
             await plugin.agent(for: user)?.close()
         }
     }

@@ -13,10 +13,23 @@ extension ContactProbe {
         withUnsafeBytes(of: address) { Int($0[2]) << 8 | Int($0[3]) }
     }
 
-    /// A TCP connection to `host:port` (reads time out after 100 ms each); nil when refused.
-    static func connect(_ host: String, _ port: Int) -> Int32? {
+    /// A TCP connection to `host:port` (reads time out after 100 ms each), from the address
+    /// `source` when given (another loopback address: another source host); nil when refused.
+    static func connect(_ host: String, _ port: Int, from source: String? = nil) -> Int32? {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
+        if let source {
+            var local = address(source, 0)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                }
+            }
+            guard bound else {
+                close(fd)
+                return nil
+            }
+        }
         var target = address(host, port)
         let connected = withUnsafePointer(to: &target) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

@@ -16,11 +16,14 @@ struct DNSMessageTests {
 
     static func u16(_ value: Int) -> [UInt8] { [UInt8(value >> 8), UInt8(value & 0xff)] }
 
-    @Test func aQueryIsAHeaderWithRecursionDesiredAndOneQuestion() throws {
+    /// RFC 6891 §6.1.2: the OPT record's "NAME MUST be 0 (root domain)", TYPE 41, and "CLASS:
+    /// requestor's UDP payload size"; §6.1.3: the extended RCODE, VERSION and flags in the TTL.
+    @Test func aQueryIsAHeaderWithRecursionDesiredOneQuestionAndAnEDNS0Record() throws {
         let bytes = try DNSMessage.query(id: 0xabcd, name: "_sip._udp.lab.test", type: .srv)
-        #expect(Array(bytes.prefix(12)) == [0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0])
+        #expect(Array(bytes.prefix(12)) == [0xab, 0xcd, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1])
         #expect(Array(bytes.dropFirst(12).prefix(5)) == [4, 0x5f, 0x73, 0x69, 0x70])
-        #expect(Array(bytes.suffix(4)) == [0, 33, 0, 1])
+        #expect(Array(bytes.suffix(15).prefix(4)) == [0, 33, 0, 1])
+        #expect(Array(bytes.suffix(11)) == [0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0, 0, 0], "OPT, 1,232 bytes")
     }
 
     @Test func aNameThatIsNotAHostNameIsNotSent() {

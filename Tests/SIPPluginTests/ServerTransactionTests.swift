@@ -1,6 +1,8 @@
 import Foundation
 import Logging
+import NetworkLab
 import ResilienceCore
+import ResilienceTesting
 import Testing
 
 @testable import SIPPlugin
@@ -54,6 +56,25 @@ struct ServerTransactionTests {
             Issue.record("a request at the cap was not answered: \(more)")
         }
         #expect(table.count == ServerTransactionTable.capacity)
+    }
+
+    /// A burst's finished transactions do not outlive it: one sweep, armed once for the table,
+    /// forgets them a timer J after the answers (before, they stayed until the table next filled:
+    /// up to 512 requests and answers per account kept after a flood), and nothing stays armed.
+    @Test func aBurstsFinishedTransactionsAreForgottenByOneSweep() async throws {
+        let clock = ManualClock()
+        let table = ServerTransactionTable(timers: Self.timers, clock: clock, admission: InboundAdmissionTests.open)
+        for index in 0..<300 {
+            let request = Self.notify(branch: "z9hG4bKburst\(index)")
+            let opened = try #require(table.receive(request, reliable: false, at: clock.now, reply: { _ in }).opened)
+            table.respond(opened.key, with: request.makeResponse(status: 200, reason: "OK"), at: clock.now)
+        }
+        #expect(table.count == 300)
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.sleeperCount == 1, "one sweep for the whole table, not one timer per transaction")
+        clock.advance(by: Self.timers.transactionTimeout + .seconds(1))
+        #expect(await eventually(within: .seconds(30)) { table.count == 0 })
+        #expect(clock.sleeperCount == 0, "an empty table arms nothing")
     }
 
     @Test func branchesWithoutTheMagicCookieMatchByCallIDCSeqAndFromTag() throws {

@@ -24,7 +24,8 @@ struct TwoFlowsKamailioTests {
         return SIPUserAgent(
             account: account, timers: SIPTimers(), logger: testLogger(user), clock: ContinuousClock(),
             pacer: RegistrarPacer(settings: .init()), callSurvivalBudget: .seconds(30), flows: nil,
-            directory: RegistrarDirectory(logger: testLogger(user), lookup: zone.lookup), onFlowLost: { _ in },
+            directory: RegistrarDirectory(logger: testLogger(user), check: .allowingLoopback, lookup: zone.lookup),
+            onFlowLost: { _ in },
             onFlowActive: { _ in })
     }
 

@@ -3,13 +3,19 @@ internal import NIOPosix
 internal import ResilienceCore
 internal import Synchronization
 
-/// Sends DNS queries over UDP on NIO's event loops: no thread per lookup, nothing blocks.
+/// Sends DNS queries over UDP, and over TCP when an answer did not fit, on NIO's event loops: no
+/// thread per lookup, nothing blocks.
 ///
 /// Invariants: each query has its own socket and a random ID, and only a response from the server
-/// asked, with that ID and the question asked, is taken (RFC 5452's minimum); each try waits
-/// ``ResolverConfiguration/timeout`` on the lent clock, and a lookup makes at most
-/// `attempts × servers` tries; a truncated answer (TC) is used for the records that are whole
-/// (no TCP retry: SIP's NAPTR/SRV sets fit a datagram).
+/// asked, with that ID and the question asked, is taken (RFC 5452's minimum); a query advertises
+/// EDNS0 with ``DNSMessage/advertisedPayloadSize`` and a datagram is read whole (up to 65,535
+/// bytes, whatever the server sent); an answer with TC set, or cut short, is asked again of the
+/// same server over TCP (RFC 7766 §5: "the client SHOULD retry the query over TCP"), and when
+/// TCP gives nothing the records that were whole in a TC answer are used; each try
+/// waits ``ResolverConfiguration/timeout`` on the lent clock, and a lookup makes at most
+/// `attempts × servers` tries; an answer that came but cannot be used (more records than
+/// ``DNSMessage/maximumRecords``, malformed) is ``DNSLookupError/unusableAnswer(_:_:)``, so the
+/// RFC 3263 resolver can fall back instead of failing.
 struct DNSClient: Sendable {
     var configuration: ResolverConfiguration
 
@@ -27,11 +33,32 @@ struct DNSClient: Sendable {
                 bytes[0] = UInt8(id >> 8)
                 bytes[1] = UInt8(id & 0xff)
                 guard let address = try? SocketAddress(ipAddress: server.host, port: server.port),
-                    let answer = try? await Self.ask(address, bytes, timeout: configuration.timeout, clock: clock),
-                    let message = try? DNSMessage(parsing: answer), message.id == id,
+                    var answer = try? await Self.ask(address, bytes, timeout: configuration.timeout, clock: clock),
+                    let header = DNSMessage.header(of: answer), header.id == id
+                else { continue }
+                var parsed = Result { () throws(DNSParseError) in try DNSMessage(parsing: answer) }
+                if header.isTruncated || parsed.isCutShort {
+                    // Without an answer over TCP, the records that were whole in the datagram serve.
+                    if let whole = try? await DNSStreamQuery.ask(
+                        address, bytes, timeout: configuration.timeout, clock: clock),
+                        DNSMessage.header(of: whole)?.id == id
+                    {
+                        answer = whole
+                        parsed = Result { () throws(DNSParseError) in try DNSMessage(parsing: answer) }
+                    } else if parsed.isCutShort {
+                        continue
+                    }
+                }
+                let message: DNSMessage
+                switch parsed {
+                case .success(let read): message = read
+                case .failure(let error):
+                    lastFailure = .unusableAnswer(name, error)
+                    continue
+                }
+                guard
                     message.questions.first.map({ $0.name == name.lowercased().trimmingDot && $0.type == type.rawValue }
-                    )
-                        ?? false
+                    ) ?? false
                 else { continue }
                 switch message.responseCode {
                 case 0: return message.answers + message.additionals
@@ -49,6 +76,8 @@ struct DNSClient: Sendable {
     ) async throws -> [UInt8]? {
         let waiter = AnswerWaiter()
         let channel = try await DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            // NIO reads 2,048 bytes by default: a longer answer would be cut, not read.
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 65_535))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(AnswerHandler(server: server, waiter: waiter))
@@ -58,22 +87,11 @@ struct DNSClient: Sendable {
         defer { channel.close(promise: nil) }
         // Connected, so an ICMP port unreachable ends the try at once (errorCaught).
         try await channel.connect(to: server).get()
-        let timer = Task {
-            try? await clock.sleep(for: timeout)
-            waiter.finish(nil)
-        }
-        defer { timer.cancel() }
-        var buffer = channel.allocator.buffer(capacity: query.count)
-        buffer.writeBytes(query)
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                waiter.wait(continuation)
-                channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer)).whenFailure { _ in
-                    waiter.finish(nil)
-                }
+        let buffer = channel.allocator.buffer(bytes: query)
+        return await waiter.answer(within: timeout, clock: clock) {
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: server, data: buffer)).whenFailure { _ in
+                waiter.finish(nil)
             }
-        } onCancel: {
-            waiter.finish(nil)
         }
     }
 }
@@ -82,18 +100,31 @@ struct DNSClient: Sendable {
 enum DNSLookupError: Error, Hashable, Sendable, CustomStringConvertible {
     case noAnswer(String)
     case serverFailure(String, code: UInt8)
+    /// A server answered, but not with anything this resolver can read (too many records,
+    /// malformed): the RFC 3263 resolver treats it as no records of that type.
+    case unusableAnswer(String, DNSParseError)
 
     var description: String {
         switch self {
         case .noAnswer(let name): "no DNS server answered for \(LogText.escaped(name, limit: 64))"
         case .serverFailure(let name, let code): "DNS failure \(code) for \(LogText.escaped(name, limit: 64))"
+        case .unusableAnswer(let name, let error):
+            "unusable DNS answer for \(LogText.escaped(name, limit: 64)) (\(error))"
         }
     }
 }
 
-/// The one answer of one query: whichever of the datagram and the timeout comes first resumes
+extension Result where Failure == DNSParseError {
+    /// The message ended before its counts said: a datagram cut by its sender or by a read.
+    fileprivate var isCutShort: Bool {
+        guard case .failure(.truncatedMessage) = self else { return false }
+        return true
+    }
+}
+
+/// The one answer of one query: whichever of the answer and the timeout comes first resumes
 /// the waiting task, once.
-private final class AnswerWaiter: Sendable {
+final class AnswerWaiter: Sendable {
     private let state = Mutex<(continuation: CheckedContinuation<[UInt8]?, Never>?, early: [UInt8]??)>((nil, nil))
 
     func wait(_ continuation: CheckedContinuation<[UInt8]?, Never>) {
@@ -103,6 +134,25 @@ private final class AnswerWaiter: Sendable {
             return nil
         }
         if let early { continuation.resume(returning: early) }
+    }
+
+    /// Calls `send`, then waits for ``finish(_:)``, at most `timeout` on `clock` (then nil).
+    func answer(
+        within timeout: Duration, clock: any RuntimeClock, send: @escaping @Sendable () -> Void
+    ) async -> [UInt8]? {
+        let timer = Task {
+            try? await clock.sleep(for: timeout)
+            self.finish(nil)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                wait(continuation)
+                send()
+            }
+        } onCancel: {
+            finish(nil)
+        }
     }
 
     func finish(_ answer: [UInt8]?) {

@@ -70,13 +70,27 @@ struct DNSMessage: Hashable, Sendable {
         hasher.combine(answers)
     }
 
-    /// A recursive query (RD set) for `name` and `type`.
+    /// The UDP payload size a query advertises (RFC 6891 §6.2.5; 1,232 bytes fits every path's
+    /// MTU without fragments, the DNS Flag Day 2020 value).
+    static let advertisedPayloadSize: UInt16 = 1_232
+
+    /// A recursive query (RD set) for `name` and `type`, with an EDNS0 OPT record advertising
+    /// ``advertisedPayloadSize`` (RFC 6891 §6.1.2: root owner, type 41, the size as its CLASS).
     /// - Throws: ``DNSParseError/invalidName(_:)`` for a name that is not a host name.
     static func query(id: UInt16, name: String, type: DNSRecordType) throws(DNSParseError) -> [UInt8] {
-        var bytes: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]
+        var bytes: [UInt8] = [UInt8(id >> 8), UInt8(id & 0xff), 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 1]
         bytes += try encode(name: name)
         bytes += [UInt8(type.rawValue >> 8), UInt8(type.rawValue & 0xff), 0, 1]
+        let size = advertisedPayloadSize
+        bytes += [0, 0, 41, UInt8(size >> 8), UInt8(size & 0xff), 0, 0, 0, 0, 0, 0]
         return bytes
+    }
+
+    /// The ID and TC bit of a message's header, read without parsing the rest; nil when shorter
+    /// than a header.
+    static func header(of bytes: [UInt8]) -> (id: UInt16, isTruncated: Bool)? {
+        guard bytes.count >= 12 else { return nil }
+        return (UInt16(bytes[0]) << 8 | UInt16(bytes[1]), bytes[2] & 0x02 != 0)
     }
 
     /// `name` in wire form: labels of 1–63 octets of letters, digits, `-` and `_`, 253 in all.

@@ -11,7 +11,8 @@ internal import Synchronization
 /// registrar ask DNS once); an answer is kept for its TTL clamped to ``ttlRange``; when a
 /// lookup fails after the TTL (DNS server down) the last answer is served again, for at most
 /// ``staleLimit`` (RFC 8767's serve-stale), and the failure is logged; ``networkChanged()``
-/// drops every answer, so the next action resolves on the new network.
+/// drops every answer, so the next action resolves on the new network; no answer lists an
+/// address ``ResolvedTargetCheck`` refuses (each refusal logged, naming the record).
 final class RegistrarDirectory: Sendable {
     static let ttlRange: ClosedRange<UInt32> = 5...3600
     static let staleLimit: Duration = .seconds(86400)
@@ -35,21 +36,30 @@ final class RegistrarDirectory: Sendable {
         var generation: UInt64 = 0
     }
     private let state = Mutex(State())
+    /// The addresses DNS may not name as a server; this client's own follow the path.
+    private let check: Mutex<ResolvedTargetCheck>
     private let lookup: SIPServerLocator.Lookup
     private let hosts: @Sendable () -> HostsFile
     private let resolveListed: @Sendable (String, Int) async throws -> String
     private let logger: Logger
+    /// DNS lines a server's answers can provoke, under the plugin's log budget.
+    private let log: ThrottledLog
 
     /// - Parameters:
+    ///   - log: for `sip.dns-stale` and `sip.dns-target-refused` (its own budget by default).
+    ///   - check: which addresses from DNS are refused (``ResolvedTargetCheck``'s defaults: no
+    ///     loopback).
     ///   - lookup: the DNS lookup (``DNSClient`` over the system's resolv.conf by default).
     ///   - hosts: the hosts file, read at each resolution (`/etc/hosts` by default).
     ///   - resolveListed: the address of a name the hosts file lists (getaddrinfo by default).
     init(
-        logger: Logger, lookup: SIPServerLocator.Lookup? = nil,
-        hosts: @escaping @Sendable () -> HostsFile = { HostsFile.system() },
+        logger: Logger, log: ThrottledLog? = nil, check: ResolvedTargetCheck = ResolvedTargetCheck(),
+        lookup: SIPServerLocator.Lookup? = nil, hosts: @escaping @Sendable () -> HostsFile = { HostsFile.system() },
         resolveListed: @escaping @Sendable (String, Int) async throws -> String = RegistrarDirectory.systemAddress
     ) {
         self.logger = logger
+        self.log = log ?? ThrottledLog(logger: logger, clock: ContinuousClock())
+        self.check = Mutex(check)
         self.lookup = lookup ?? Self.systemLookup
         self.hosts = hosts
         self.resolveListed = resolveListed
@@ -121,8 +131,9 @@ final class RegistrarDirectory: Sendable {
         } catch {
             state.withLock { $0.pending[key] = nil }
             if let cached, now - cached.resolvedAt < Self.staleLimit {
-                logger.warning(
-                    "sip.dns-stale", metadata: ["host": "\(LogText.escaped(key.host, limit: 64))", "error": "\(error)"])
+                log.log(
+                    .warning, "sip.dns-stale",
+                    metadata: ["host": "\(LogText.escaped(key.host, limit: 64))", "error": "\(error)"])
                 return cached.targets
             }
             throw error as? PluginError
@@ -132,9 +143,19 @@ final class RegistrarDirectory: Sendable {
 
     /// One lookup of `key`, whose answer is kept unless the network changed meanwhile.
     private func resolution(of key: Key, generation: UInt64, clock: any RuntimeClock) -> Task<[SIPTarget], any Error> {
-        Task { [lookup] in
-            let locator = SIPServerLocator(
+        let (targetCheck, wireLog) = (self.check.withLock { $0 }, self.log)
+        return Task { [lookup] in
+            var locator = SIPServerLocator(
                 host: key.host, port: key.port, secure: key.secure, supported: [key.transport])
+            locator.check = targetCheck
+            locator.refused = { name, address, reason in
+                wireLog.log(
+                    .warning, "sip.dns-target-refused",
+                    metadata: [
+                        "record": "\(LogText.escaped(name, limit: 64))", "address": "\(LogText.escaped(address))",
+                        "reason": "\(reason)",
+                    ])
+            }
             let (targets, ttl) = try await locator.resolve(lookup: lookup)
             let seconds = min(max(ttl, Self.ttlRange.lowerBound), Self.ttlRange.upperBound)
             state.withLock { state in
@@ -148,8 +169,9 @@ final class RegistrarDirectory: Sendable {
     }
 
     /// The network changed: every answer is resolved again when next needed (kept only as a
-    /// stale fallback).
-    func networkChanged() {
+    /// stale fallback), and DNS may not name `ownAddresses` (this client's, now) as a server.
+    func networkChanged(ownAddresses: Set<String>? = nil) {
+        if let ownAddresses { check.withLock { $0.ownAddresses = ownAddresses } }
         state.withLock { state in
             state.generation += 1
             state.pending.removeAll()

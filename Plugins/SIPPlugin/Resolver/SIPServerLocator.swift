@@ -32,9 +32,16 @@ public struct SIPTarget: Hashable, Sendable, CustomStringConvertible {
 /// - SRV targets are ordered by priority, and within a priority by RFC 2782's weighted random
 ///   choice; each target's addresses follow it (IPv4 first), so the list is the failover order.
 ///
-/// Invariants: pure except for `lookup` (the I/O is outside); at most ``maximumTargets`` targets,
-/// at most ``maximumSRV`` SRV records and ``maximumNAPTR`` NAPTR records considered, no name
-/// looked up twice in one resolution; the TTL is the smallest of the records used.
+/// - A NAPTR or SRV answer that came but cannot be used (``DNSLookupError/unusableAnswer(_:_:)``:
+///   more records than a message may hold here, malformed) counts as none of that type, so the
+///   next step of §4.1 is taken: SRV after NAPTR, A/AAAA after SRV.
+/// - An address ``check`` refuses (loopback, this client's own...) is skipped and told to
+///   `refused`; the other targets are used.
+///
+/// Invariants: pure except for `lookup` and `refused` (the I/O is outside); at most
+/// ``maximumTargets`` targets, at most ``maximumSRV`` SRV records and ``maximumNAPTR`` NAPTR
+/// records considered, no name looked up twice in one resolution; the TTL is the smallest of the
+/// records used; no target is an address `check` refuses.
 struct SIPServerLocator: Sendable {
     static let maximumTargets = 16
     static let maximumSRV = 16
@@ -48,6 +55,11 @@ struct SIPServerLocator: Sendable {
     var secure: Bool
     /// The transports this client can use, in its order of preference.
     var supported: [SIPTransportKind]
+
+    /// Which addresses from DNS are refused as servers.
+    var check = ResolvedTargetCheck()
+    /// Told each address refused: the record's name, the address and why.
+    var refused: @Sendable (_ name: String, _ address: String, _ reason: String) -> Void = { _, _, _ in }
 
     typealias Lookup = @Sendable (String, DNSRecordType) async throws -> [DNSRecord]
 
@@ -68,7 +80,7 @@ struct SIPServerLocator: Sendable {
         var services = try await naptrServices(transports, lookup: lookup, ttl: &ttl)
         if services.isEmpty { services = transports.map { ($0.srvPrefix(secure: secure) + host, $0) } }
         for (name, transport) in services {
-            let records = try await lookup(name, .srv).filter { $0.name == name.lowercased() }
+            let records = try await Self.usable(lookup, name, .srv).filter { $0.name == name.lowercased() }
             let entries = records.prefix(Self.maximumSRV).compactMap { record -> SRVEntry? in
                 guard case .srv(let priority, let weight, let port, let target) = record.data else { return nil }
                 ttl = min(ttl, record.ttl)
@@ -93,7 +105,8 @@ struct SIPServerLocator: Sendable {
         _ transports: [SIPTransportKind], lookup: Lookup, ttl: inout UInt32
     ) async throws -> [(String, SIPTransportKind)] {
         var usable: [(order: UInt16, preference: UInt16, name: String, transport: SIPTransportKind)] = []
-        for record in try await lookup(host, .naptr).prefix(Self.maximumNAPTR) where record.name == host.lowercased() {
+        let records = try await Self.usable(lookup, host, .naptr)
+        for record in records.prefix(Self.maximumNAPTR) where record.name == host.lowercased() {
             guard case .naptr(let order, let preference, let flags, let service, _, let replacement) = record.data,
                 flags == "s", !replacement.isEmpty,
                 let transport = transports.first(where: { $0.naptrService == service })
@@ -121,11 +134,25 @@ struct SIPServerLocator: Sendable {
             case .a(let text), .aaaa(let text): address = text
             default: continue
             }
+            if let problem = check.problem(with: address) {
+                refused(name, address, problem)
+                continue
+            }
             ttl = min(ttl, record.ttl)
             let target = SIPTarget(name: name, address: address, port: port, transport: transport)
             if !targets.contains(target) { targets.append(target) }
         }
         return (targets.sorted { !$0.address.contains(":") && $1.address.contains(":") }, ttl)
+    }
+
+    /// The records of a lookup; none when a server answered with something unusable (RFC 3263
+    /// §4.1 goes on to the next kind of record then), the lookup's error otherwise.
+    private static func usable(_ lookup: Lookup, _ name: String, _ type: DNSRecordType) async throws -> [DNSRecord] {
+        do {
+            return try await lookup(name, type)
+        } catch DNSLookupError.unusableAnswer(_, _) {
+            return []
+        }
     }
 
     struct SRVEntry: Hashable {

@@ -8,8 +8,10 @@ internal import Synchronization
 ///
 /// Lives where datagrams arrive (NIO's threads), so it is a locked table, not an actor: a
 /// retransmission is answered there and then, without a hop. Invariants: a request opens at most
-/// one transaction; a non-INVITE entry whose timer J passed is forgotten lazily (no timer task
-/// runs for it, so an idle agent has no wake-ups); INVITE entries run their timers (G, H, I, L)
+/// one transaction; a non-INVITE entry whose timer J passed is forgotten by the table's one sweep
+/// (armed when a final is sent and none is armed, it forgets every finished entry one timer J
+/// later and re-arms only while a completed one waits: no timer per transaction, none at all
+/// for an idle agent, and a burst's entries do not outlive it); INVITE entries run their timers (G, H, I, L)
 /// as sleeps on the lent clock and are removed when they terminate; at most ``limit``
 /// transactions are held (``endingReserve`` more for CANCEL and BYE, so a caller can still end
 /// what fills the table): when full, finished ones are dropped first, then non-INVITE ones that
@@ -85,6 +87,8 @@ final class ServerTransactionTable: Sendable {
     /// Transactions held at most (``capacity`` unless a test asks for fewer).
     let limit: Int
     private let entries = Mutex<[Key: Entry]>([:])
+    /// Whether the sweep of finished transactions is armed (at most one per table).
+    private let sweepArmed = Mutex(false)
     private let admission: Mutex<InboundAdmission>
     /// Told the INVITE whose non-2xx final timer H gave up on (the peer is gone, §17.2.1).
     private let ackTimeoutHandler = Mutex<(@Sendable (SIPMessage) -> Void)?>(nil)
@@ -156,6 +160,8 @@ final class ServerTransactionTable: Sendable {
                 let send = transaction.respond(response, at: now)
                 entry.machine = .nonInvite(transaction)
                 entries[key] = entry
+                // A final starts timer J: one sweep, armed once for the whole table, forgets it.
+                if send, (response.status ?? 0) >= 200 { armSweep() }
                 return (send ? [.send(response)] : [], entry)
             case .invite(var transaction):
                 let actions = transaction.respond(response, at: now)
@@ -207,6 +213,39 @@ final class ServerTransactionTable: Sendable {
         guard let (actions, entry, toTag) = outcome else { return nil }
         perform(actions, for: key, entry: entry)
         return CancelMatch(toTag: toTag)
+    }
+
+    /// Arms the table's one sweep of finished transactions, unless it is armed: it runs one
+    /// timer J (64×T1) after now, so every entry completed by then is over.
+    private func armSweep() {
+        guard
+            sweepArmed.withLock({ armed in
+                defer { armed = true }; return !armed
+            })
+        else { return }
+        let (clock, wait) = (self.clock, timers.transactionTimeout + .milliseconds(100))
+        Task { [weak self] in
+            guard (try? await clock.sleep(until: clock.now.advanced(by: wait), tolerance: nil)) != nil else { return }
+            self?.sweepFinished()
+        }
+    }
+
+    /// Forgets every finished transaction now (a burst's entries would otherwise stay until the
+    /// table next filled: up to ``limit`` requests and answers per account kept after a flood),
+    /// and arms the sweep again while a completed one waits for its timer J.
+    private func sweepFinished() {
+        let now = clock.now
+        let waiting = entries.withLock { entries in
+            entries = entries.filter { !$0.value.isTerminated(at: now) }
+            return entries.values.contains { entry in
+                guard case .nonInvite(let transaction) = entry.machine, case .completed = transaction.state else {
+                    return false
+                }
+                return true
+            }
+        }
+        sweepArmed.withLock { $0 = false }
+        if waiting { armSweep() }
     }
 
     /// Drops a transaction whose request was never delivered, so a retransmission is new.

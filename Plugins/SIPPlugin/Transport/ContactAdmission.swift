@@ -39,20 +39,17 @@ struct ContactAdmission: Hashable, Sendable {
 /// The door of a Contact listener for requests from anywhere (``ContactListener``): admits
 /// each account's requests at a bounded rate (one ``ContactAdmission`` per account, so a flood
 /// aimed at one account leaves the others on a shared socket alone), marks their top `Via`
-/// with their source (``ReceivedVia``), caps the connections a stream listener holds, and says
-/// where a UDP answer goes.
+/// with their source (``ReceivedVia``), and counts the connections a stream listener evicts.
 ///
 /// Invariants: a response arriving at a listener takes the account's bucket like a request and
 /// goes on unmarked to the account's transactions (an agent sends the requests of a dialog with no
 /// route set to the remote target, whose answers come from there; one that matches no transaction
 /// of the account is dropped there, logged); every drop is counted
-/// (``refused``) and logged through the throttled log; at most ``maximumConnections``
-/// connections are open at once, and an answer to a connection whose peer stopped reading (not
+/// (``refused``, with the connections evicted to make room) and logged through the throttled
+/// log; an answer to a connection whose peer stopped reading (not
 /// writable) is dropped, not queued; at most ``maximumAccounts`` buckets are kept (past that they
 /// all start afresh: accounts come from configuration, not from the wire).
 final class ContactGate: Sendable {
-    /// Connections one stream listener holds at once.
-    static let maximumConnections = 64
     /// A listener's connection that carried nothing this long is closed.
     static let idleConnection = TimeAmount.seconds(120)
 
@@ -62,7 +59,6 @@ final class ContactGate: Sendable {
     let log: ThrottledLog
     private let settings: ContactAdmission
     private let buckets = Mutex<[String: ContactAdmission]>([:])
-    private let openConnections = Atomic<Int>(0)
     private let refusedCount = Atomic<Int>(0)
 
     /// - Parameter admission: the bucket each account starts with.
@@ -71,7 +67,8 @@ final class ContactGate: Sendable {
         self.settings = admission
     }
 
-    /// Messages refused at this door: over the rate, requests without a usable Via.
+    /// Messages refused at this door (over the rate, requests without a usable Via) and
+    /// connections evicted.
     var refused: Int { refusedCount.load(ordering: .relaxed) }
 
     /// The message to hand up to the account `account` names (its flow tag): a request with its
@@ -89,27 +86,15 @@ final class ContactGate: Sendable {
         return stamped
     }
 
-    /// Where a UDP answer to a request that came from `source` goes (RFC 3261 §18.2.2).
-    func replyTarget(for reply: SIPMessage, source: SocketAddress) -> SocketAddress {
-        guard let (host, port) = ReceivedVia.responseTarget(of: reply),
-            let target = try? SocketAddress(ipAddress: host, port: port)
-        else { return source }
-        return target
+    /// `channels` were closed to make room for a new connection (``ContactConnections``).
+    func evicted(_ channels: [any Channel]) {
+        guard !channels.isEmpty else { return }
+        for channel in channels { channel.close(promise: nil) }
+        refusedCount.add(channels.count, ordering: .relaxed)
+        log.log(
+            .notice, "sip.contact-connection-evicted",
+            metadata: ["count": "\(channels.count)", "maximum": "\(ContactConnections.maximum)"])
     }
-
-    /// A connection was accepted: false (close it) when the listener holds its maximum already.
-    func connectionOpened() -> Bool {
-        let before = openConnections.add(1, ordering: .relaxed).oldValue
-        guard before < Self.maximumConnections else {
-            openConnections.subtract(1, ordering: .relaxed)
-            refusedCount.add(1, ordering: .relaxed)
-            log.log(.warning, "sip.contact-connections-full", metadata: ["maximum": "\(Self.maximumConnections)"])
-            return false
-        }
-        return true
-    }
-
-    func connectionClosed() { openConnections.subtract(1, ordering: .relaxed) }
 
     private func refuse(_ message: SIPMessage, _ kind: String) -> SIPMessage? {
         refusedCount.add(1, ordering: .relaxed)

@@ -26,7 +26,7 @@ internal import Synchronization
 ///
 /// Invariants: a listener lives exactly as long as its flow or shared socket (closed with it,
 /// so one bound to a vanished address goes with the stale transports); what arrives passes the
-/// listener's ``ContactGate`` (rate, connections) and reaches the same inbound path as the
+/// listener's ``ContactGate`` (rate) and ``ContactConnections`` (which connections stay) and reaches the same inbound path as the
 /// flow's requests; UDP reads take whole datagrams up to ``SIPParser/maximumMessageSize``.
 enum ContactListener {
     /// Datagrams read per readable event on a twin.
@@ -123,19 +123,21 @@ final class ContactStreamListener: Sendable {
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .serverChannelOption(.backlog, value: 16)
                 .childChannelInitializer { child in
-                    guard gate.connectionOpened() else { return child.close() }
-                    child.closeFuture.whenComplete { _ in
-                        gate.connectionClosed()
-                        accepted.forget(child)
+                    let source = child.remoteAddress?.ipAddress ?? "unknown"
+                    guard let (id, evicted) = accepted.keep(child, source: source) else { return child.close() }
+                    gate.evicted(evicted)
+                    child.closeFuture.whenComplete { _ in accepted.forget(id) }
+                    // A connection that says nothing holds a slot for nothing: closed after a few seconds.
+                    child.eventLoop.scheduleTask(in: TimeAmount(ContactConnections.firstByteWait)) {
+                        if accepted.isSilent(id) { child.close(promise: nil) }
                     }
-                    guard accepted.keep(child) else { return child.close() }
                     return child.eventLoop.makeCompletedFuture {
                         let pipeline = child.pipeline.syncOperations
                         // StreamInbound closes the connection when this reports it idle.
                         try pipeline.addHandler(IdleStateHandler(allTimeout: ContactGate.idleConnection))
                         if let context { try pipeline.addHandler(NIOSSLServerHandler(context: context)) }
                         try pipeline.addHandler(ByteToMessageHandler(SIPFrameDecoder()))
-                        try pipeline.addHandler(StreamInbound(callbacks, gate: gate))
+                        try pipeline.addHandler(StreamInbound(callbacks, gate: gate) { accepted.active(id) })
                     }
                 }
                 .bind(to: address).get()
@@ -156,24 +158,43 @@ final class ContactStreamListener: Sendable {
     }
 }
 
-/// The connections one stream listener accepted, closed with it.
-/// Invariant: none is kept after ``closeAll()``.
+/// The connections one stream listener accepted (which it keeps: ``ContactConnections``),
+/// closed with it. Invariant: none is kept after ``closeAll()``.
 private final class AcceptedConnections: Sendable {
-    private let state = Mutex<(closed: Bool, channels: [ObjectIdentifier: any Channel])>((false, [:]))
+    private struct State {
+        var closed = false
+        var next = 0
+        var table = ContactConnections()
+        var channels: [Int: any Channel] = [:]
+    }
+    private let state = Mutex(State())
 
     var count: Int { state.withLock { $0.channels.count } }
 
-    /// Keeps `child`; false once the listener closed (close it).
-    func keep(_ child: any Channel) -> Bool {
+    /// Keeps `child`, from `source`: its id and the connections evicted to make room (close
+    /// them); nil once the listener closed (close `child`).
+    func keep(_ child: any Channel, source: String) -> (id: Int, evicted: [any Channel])? {
         state.withLock { state in
-            guard !state.closed else { return false }
-            state.channels[ObjectIdentifier(child)] = child
-            return true
+            guard !state.closed else { return nil }
+            state.next += 1
+            let evicted = state.table.opened(state.next, source: source, at: .now).compactMap {
+                state.channels.removeValue(forKey: $0)
+            }
+            state.channels[state.next] = child
+            return (state.next, evicted)
         }
     }
 
-    func forget(_ child: any Channel) {
-        _ = state.withLock { $0.channels.removeValue(forKey: ObjectIdentifier(child)) }
+    /// Connection `id` carried a message or a keep-alive.
+    func active(_ id: Int) { state.withLock { $0.table.active(id, at: .now) } }
+
+    func isSilent(_ id: Int) -> Bool { state.withLock { $0.table.isSilent(id) } }
+
+    func forget(_ id: Int) {
+        state.withLock { state in
+            state.table.closed(id)
+            state.channels[id] = nil
+        }
     }
 
     func closeAll() {

@@ -75,11 +75,15 @@ final class DatagramInbound: ChannelInboundHandler {
         if let gate {
             guard let admitted = gate.admit(message, from: source, for: flow.flowTag) else { return }
             message = admitted
+        } else {
+            message = ReceivedVia.stampedIfRequest(message, from: source)
         }
-        let (channel, gate) = (context.channel, self.gate)
+        // Fixed here, from the packet: the answer and its retransmissions go nowhere the request
+        // names. A flow's socket is connected to its server, so it can only answer the source.
+        let target = gate == nil ? source : ReceivedVia.answerTarget(of: message, source: source)
+        let channel = context.channel
         callbacks.inbound(message) { reply in
             let buffer = channel.allocator.buffer(bytes: reply.serialized())
-            let target = gate?.replyTarget(for: reply, source: source) ?? source
             channel.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: buffer), promise: nil)
         }
     }
@@ -89,7 +93,7 @@ final class DatagramInbound: ChannelInboundHandler {
         // ECONNREFUSED (NIO keeps the channel open): nobody listens there any more, so the flows
         // are over. Closing it fails pending transactions at once and reports the losses.
         if let error = error as? IOError, error.errnoCode == ECONNREFUSED {
-            log.logger.warning("sip.udp-unreachable", metadata: ["error": "\(error)"])
+            log.log(.warning, "sip.udp-unreachable", metadata: ["error": "\(error)"])
             context.close(promise: nil)
         } else {
             log.log(.debug, "sip.udp-error", metadata: ["error": "\(LogText.escaped("\(error)"))"])
@@ -104,13 +108,17 @@ final class StreamInbound: ChannelInboundHandler {
     let flow: FlowCallbacks
     /// The door of a Contact listener's connection (``ContactStreamListener``); nil on a flow.
     let gate: ContactGate?
+    /// Told of every frame (a message, a keep-alive, a refused head): the connection is in use.
+    let onFrame: (@Sendable () -> Void)?
 
-    init(_ flow: FlowCallbacks, gate: ContactGate? = nil) {
+    init(_ flow: FlowCallbacks, gate: ContactGate? = nil, onFrame: (@Sendable () -> Void)? = nil) {
         self.flow = flow
         self.gate = gate
+        self.onFrame = onFrame
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        onFrame?()
         switch unwrapInboundIn(data) {
         case .pong:
             flow.onPong()
@@ -119,6 +127,8 @@ final class StreamInbound: ChannelInboundHandler {
                 // One account per stream listener: one bucket.
                 guard let admitted = gate.admit(message, from: context.channel.remoteAddress, for: "") else { return }
                 message = admitted
+            } else if let source = context.channel.remoteAddress {
+                message = ReceivedVia.stampedIfRequest(message, from: source)
             }
             let (channel, bounded) = (context.channel, gate != nil)
             flow.inbound(message) { reply in
@@ -149,5 +159,23 @@ final class StreamInbound: ChannelInboundHandler {
         let reason = (error as? SIPParseError)?.reason ?? "\(error)"
         flow.log.log(.warning, "sip.stream-closed", metadata: ["reason": "\(LogText.escaped(reason))"])
         context.close(promise: nil)
+    }
+}
+
+extension ReceivedVia {
+    /// `message` with its top `Via` stamped from `source` when it is a request with a usable
+    /// `Via` (the flows' path: the transaction layer refuses what has none); otherwise as it came.
+    static func stampedIfRequest(_ message: SIPMessage, from source: SocketAddress) -> SIPMessage {
+        guard message.isRequest, let host = source.ipAddress, let port = source.port else { return message }
+        return stamped(message, sourceHost: host, sourcePort: port) ?? message
+    }
+
+    /// Where a UDP answer to `request`, which came from `source`, goes: the source's address at
+    /// ``answerPort(of:sourcePort:)``.
+    static func answerTarget(of request: SIPMessage, source: SocketAddress) -> SocketAddress {
+        guard let port = source.port else { return source }
+        var target = source
+        target.port = answerPort(of: request, sourcePort: port)
+        return target
     }
 }

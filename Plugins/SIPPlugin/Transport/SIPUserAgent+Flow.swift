@@ -121,8 +121,8 @@ extension SIPUserAgent {
         }
         let services = servicesOnFlow
         subscriptionsLostTheirFlow()
-        logger.warning(
-            "sip.flow-lost",
+        throttledLog.log(
+            .warning, "sip.flow-lost",
             metadata: [
                 "address": "\(lost.localHost)", "services": "\(services.map(\.rawValue).joined(separator: ","))",
             ])
